@@ -1,0 +1,124 @@
+"""Loads the tutti core library and declares its C ABI (include/tutti/c_api.h) for ctypes.
+
+The core is one shared library per process, found next to this file. It is loaded with
+RTLD_LOCAL: it links the system's Gloo, whose symbols must stay invisible to other
+libraries in the process (torch exports its own, incompatible Gloo). Framework plugins
+reach the same loaded copy through their DT_NEEDED entry on the soname libtutti_core.so.1.
+"""
+
+import ctypes
+import os
+
+from .exceptions import error_for_status
+
+LIBRARY_NAME = "libtutti_core.so"
+
+# The TUTTI_C_API_VERSION of include/tutti/c_api.h that this Python code is written for.
+C_API_VERSION = 1
+
+OK = 0
+
+
+class Tensor(ctypes.Structure):
+    """struct tutti_tensor: a dense, C-contiguous tensor in host memory."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+    ]
+
+
+# void (*tutti_done_fn)(void* user_data, tutti_status status, const char* message)
+DONE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+
+# name: (restype, argtypes) for every function of the C ABI.
+_SIGNATURES = {
+    "tutti_c_api_version": (ctypes.c_int, []),
+    "tutti_version": (ctypes.c_char_p, []),
+    "tutti_built": (ctypes.c_int, [ctypes.c_char_p]),
+    "tutti_init": (ctypes.c_int, []),
+    "tutti_shutdown": (ctypes.c_int, []),
+    "tutti_is_initialized": (ctypes.c_int, []),
+    "tutti_last_error": (ctypes.c_char_p, []),
+    "tutti_rank": (ctypes.c_int, []),
+    "tutti_size": (ctypes.c_int, []),
+    "tutti_local_rank": (ctypes.c_int, []),
+    "tutti_local_size": (ctypes.c_int, []),
+    "tutti_cross_rank": (ctypes.c_int, []),
+    "tutti_cross_size": (ctypes.c_int, []),
+    "tutti_controller": (ctypes.c_char_p, []),
+    "tutti_background_thread_id": (ctypes.c_int64, []),
+    "tutti_allreduce_async": (
+        ctypes.c_int,
+        [
+            ctypes.c_char_p,
+            ctypes.POINTER(Tensor),
+            ctypes.POINTER(Tensor),
+            ctypes.c_int,
+            ctypes.c_double,
+            ctypes.c_double,
+            DONE_FN,
+            ctypes.c_void_p,
+        ],
+    ),
+}
+
+
+def library_path():
+    """Absolute path of the core library this package loads."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
+
+
+def _load():
+    path = library_path()
+    if not os.path.exists(path):
+        raise ImportError(
+            "the tutti core library is missing: %s does not exist. Install tutti-core "
+            "with `pip install ./common` from the tutti source tree, or build it in place "
+            "with `bazel build //common:python/tutti/common/libtutti_core.so`." % path
+        )
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
+    except OSError as exc:
+        raise ImportError("cannot load the tutti core library %s: %s" % (path, exc)) from exc
+    for name, (restype, argtypes) in _SIGNATURES.items():
+        try:
+            function = getattr(lib, name)
+        except AttributeError:
+            raise ImportError(
+                "the tutti core library %s does not export %s; it is older or newer than "
+                "this tutti.common package, reinstall tutti-core (`pip install ./common`)"
+                % (path, name)
+            ) from None
+        function.restype = restype
+        function.argtypes = argtypes
+    found = lib.tutti_c_api_version()
+    if found != C_API_VERSION:
+        raise ImportError(
+            "the tutti core library %s has C API version %d but this tutti.common package "
+            "expects version %d; reinstall tutti-core (`pip install ./common`) so that the "
+            "library and the Python package come from the same source" % (path, found, C_API_VERSION)
+        )
+    return lib
+
+
+lib = _load()
+
+
+def last_error():
+    """Message of the last failed core call made on this thread."""
+    message = lib.tutti_last_error()
+    return message.decode("utf-8", "replace") if message else ""
+
+
+def check(status):
+    """Raises the exception matching a non-OK tutti_status, with the core's message."""
+    if status != OK:
+        raise error_for_status(status, last_error() or "no details reported by the core")
+
+
+def version():
+    """Version string of the loaded core library."""
+    return lib.tutti_version().decode()
