@@ -1,0 +1,177 @@
+#include "config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace tutti {
+namespace {
+
+// Looks up TUTTI_<name>, then HOROVOD_<name>; stores the variable actually found in *found.
+const char* Lookup(const EnvLookup& env, const std::string& name, std::string* found) {
+  for (const char* prefix : {"TUTTI_", "HOROVOD_"}) {
+    std::string var = prefix + name;
+    const char* value = env(var.c_str());
+    if (value != nullptr && value[0] != '\0') {
+      *found = var;
+      return value;
+    }
+  }
+  return nullptr;
+}
+
+Status Malformed(const std::string& var, const char* value, const char* expected) {
+  return Status::InvalidArgument("environment variable " + var + "='" + value + "' is not " +
+                                 expected);
+}
+
+// Reads an integer in [min_value, max_value]; leaves *out unchanged when unset.
+Status ReadInt(const EnvLookup& env, const std::string& name, int min_value, int max_value,
+               int* out) {
+  std::string var;
+  const char* value = Lookup(env, name, &var);
+  if (value == nullptr) return Status::OK();
+  char* end = nullptr;
+  errno = 0;
+  long parsed = std::strtol(value, &end, 10);
+  if (end == value || *end != '\0' || errno == ERANGE) {
+    return Malformed(var, value, "an integer");
+  }
+  if (parsed < min_value || parsed > max_value) {
+    return Malformed(var, value,
+                     ("in the range [" + std::to_string(min_value) + ", " +
+                      std::to_string(max_value) + "]").c_str());
+  }
+  *out = static_cast<int>(parsed);
+  return Status::OK();
+}
+
+// Reads a positive finite number; leaves *out unchanged when unset.
+Status ReadPositive(const EnvLookup& env, const std::string& name, double* out) {
+  std::string var;
+  const char* value = Lookup(env, name, &var);
+  if (value == nullptr) return Status::OK();
+  char* end = nullptr;
+  double parsed = std::strtod(value, &end);
+  if (end == value || *end != '\0' || !std::isfinite(parsed) || parsed <= 0) {
+    return Malformed(var, value, "a positive number");
+  }
+  *out = parsed;
+  return Status::OK();
+}
+
+std::string ReadString(const EnvLookup& env, const std::string& name) {
+  std::string var;
+  const char* value = Lookup(env, name, &var);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+bool IsSet(const EnvLookup& env, const char* name) {
+  const char* value = env(name);
+  return value != nullptr && value[0] != '\0';
+}
+
+Status ChooseController(const EnvLookup& env, const std::string& rendezvous_addr,
+                        ControllerKind* kind) {
+  std::string var;
+  const char* value = Lookup(env, "CONTROLLER", &var);
+  if (value != nullptr) {
+    std::string name(value);
+    if (name == "mpi") {
+      *kind = ControllerKind::kMpi;
+    } else if (name == "gloo") {
+      *kind = ControllerKind::kGloo;
+    } else {
+      return Status::InvalidArgument("environment variable " + var + "='" + name +
+                                     "' is not a known controller; valid choices: mpi, gloo");
+    }
+    return Status::OK();
+  }
+  if (IsSet(env, "OMPI_COMM_WORLD_SIZE") || IsSet(env, "PMI_SIZE") || IsSet(env, "PMIX_RANK")) {
+    *kind = ControllerKind::kMpi;
+  } else if (!rendezvous_addr.empty()) {
+    *kind = ControllerKind::kGloo;
+  } else {
+    *kind = ControllerKind::kLocal;
+  }
+  return Status::OK();
+}
+
+Status ParseGloo(const EnvLookup& env, GlooConfig* gloo) {
+  const int kMaxRanks = 1 << 20;
+  Status s;
+  if (!(s = ReadInt(env, "SIZE", 1, kMaxRanks, &gloo->size)).ok()) return s;
+  if (!(s = ReadInt(env, "RANK", 0, kMaxRanks, &gloo->rank)).ok()) return s;
+  gloo->local_size = gloo->size;
+  gloo->local_rank = gloo->rank;
+  if (!(s = ReadInt(env, "LOCAL_SIZE", 1, kMaxRanks, &gloo->local_size)).ok()) return s;
+  if (!(s = ReadInt(env, "LOCAL_RANK", 0, kMaxRanks, &gloo->local_rank)).ok()) return s;
+  if (!(s = ReadInt(env, "CROSS_SIZE", 1, kMaxRanks, &gloo->cross_size)).ok()) return s;
+  if (!(s = ReadInt(env, "CROSS_RANK", 0, kMaxRanks, &gloo->cross_rank)).ok()) return s;
+  if (!(s = ReadInt(env, "GLOO_RENDEZVOUS_PORT", 1, 65535, &gloo->rendezvous_port)).ok()) {
+    return s;
+  }
+  gloo->secret = ReadString(env, "GLOO_SECRET");
+  gloo->iface = ReadString(env, "GLOO_IFACE");
+  if (gloo->rendezvous_addr.empty()) {
+    return Status::InvalidArgument(
+        "the Gloo controller needs a rendezvous store (TUTTI_GLOO_RENDEZVOUS_ADDR is not set): "
+        "start the job with tuttirun, e.g. `tuttirun -np 2 python train.py`");
+  }
+  if (gloo->rendezvous_port == 0) {
+    return Status::InvalidArgument(
+        "TUTTI_GLOO_RENDEZVOUS_PORT is not set: start the job with tuttirun");
+  }
+  if (gloo->rank >= gloo->size) {
+    return Status::InvalidArgument("TUTTI_RANK=" + std::to_string(gloo->rank) +
+                                   " is not below TUTTI_SIZE=" + std::to_string(gloo->size));
+  }
+  if (gloo->local_rank >= gloo->local_size) {
+    return Status::InvalidArgument("TUTTI_LOCAL_RANK=" + std::to_string(gloo->local_rank) +
+                                   " is not below TUTTI_LOCAL_SIZE=" +
+                                   std::to_string(gloo->local_size));
+  }
+  if (gloo->cross_rank >= gloo->cross_size) {
+    return Status::InvalidArgument("TUTTI_CROSS_RANK=" + std::to_string(gloo->cross_rank) +
+                                   " is not below TUTTI_CROSS_SIZE=" +
+                                   std::to_string(gloo->cross_size));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+const char* ControllerKindName(ControllerKind kind) {
+  switch (kind) {
+    case ControllerKind::kMpi:
+      return "mpi";
+    case ControllerKind::kGloo:
+      return "gloo";
+    case ControllerKind::kLocal:
+      return "local";
+  }
+  return "unknown";
+}
+
+EnvLookup ProcessEnv() {
+  return [](const char* name) -> const char* { return std::getenv(name); };
+}
+
+Status ParseConfig(const EnvLookup& env, Config* config) {
+  Config result;
+  Status s;
+  if (!(s = ReadPositive(env, "CYCLE_TIME", &result.cycle_time_ms)).ok()) return s;
+  if (!(s = ReadPositive(env, "GLOO_TIMEOUT_SECONDS", &result.timeout_seconds)).ok()) return s;
+  result.gloo.rendezvous_addr = ReadString(env, "GLOO_RENDEZVOUS_ADDR");
+  if (!(s = ChooseController(env, result.gloo.rendezvous_addr, &result.controller)).ok()) {
+    return s;
+  }
+  if (result.controller == ControllerKind::kGloo) {
+    if (!(s = ParseGloo(env, &result.gloo)).ok()) return s;
+  }
+  *config = result;
+  return Status::OK();
+}
+
+}  // namespace tutti
