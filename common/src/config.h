@@ -33,6 +33,9 @@ struct Config {
   // Bound on every blocking wait that involves another process (rendezvous, Gloo pairs).
   double timeout_seconds = 60.0;
   GlooConfig gloo;
+  // How many times this process initialized before (set by init, not by the environment);
+  // keeps each init's rendezvous keys apart.
+  int generation = 0;
 };
 
 // Returns the value of an environment variable, or nullptr when it is unset.

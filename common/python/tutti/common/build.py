@@ -99,12 +99,8 @@ def native_build_command(
                 return super().build_extension(ext)
             flags = build_flags.FRAMEWORKS[framework]()
             include = include_dir()
+            # setuptools builds into build_lib even for --inplace, then copies to the source.
             output = os.path.abspath(self.get_ext_fullpath(ext.name))
-            # Always build into build_lib; with --inplace, copy_extensions_to_source copies.
-            if self.inplace:
-                output = os.path.abspath(
-                    os.path.join(self.build_lib, self.get_ext_filename(ext.name))
-                )
             compile_shared_library(
                 ext.sources,
                 output,

@@ -12,11 +12,17 @@ import os
 import re
 
 from . import core
-from .version import __version__ as core_version
 
 BUILD_INFO_NAME = "build_info.json"
 
 _CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*([0-9][0-9A-Za-z.+*-]*)\s*$")
+
+
+def _core_version():
+    # Read at call time from the package, the one place the version is written.
+    from . import __version__
+
+    return __version__
 
 
 def parse_version(text):
@@ -78,6 +84,7 @@ def check_core_version(plugin_name, plugin_version, supported):
 
     plugin_name: distribution name, e.g. "tutti-torch"; supported: e.g. ">=0.1,<0.2".
     """
+    core_version = _core_version()
     if not version_in_range(core_version, supported):
         raise ImportError(
             "%s %s supports tutti-core %s, but tutti-core %s is installed; install a "
@@ -135,7 +142,7 @@ def load_native_library(package_dir, lib_name, framework, running_version, loade
         raise ImportError(
             "%s was built against tutti-core C API version %d (tutti-core %s) but the "
             "installed tutti-core %s has C API version %d; rebuild it: %s"
-            % (module, built_c_api, info.get("core_version", "?"), core_version,
+            % (module, built_c_api, info.get("core_version", "?"), _core_version(),
                core.C_API_VERSION, _rebuild_hint(framework))
         )
     try:
@@ -152,7 +159,7 @@ def build_info(framework, framework_version, c_api_version=None):
     return {
         "framework": framework,
         "framework_version": framework_version,
-        "core_version": core_version,
+        "core_version": _core_version(),
         "c_api_version": core.C_API_VERSION if c_api_version is None else c_api_version,
     }
 

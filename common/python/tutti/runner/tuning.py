@@ -1,0 +1,125 @@
+"""Tuning flags of tuttirun and the core environment variables they set.
+
+One table serves the command line, the config file, `tutti.runner.run(**settings)`,
+--verbose and the documentation, so a flag and its variable cannot drift apart.
+"""
+
+import collections
+
+from .errors import UsageError
+
+_MIB = 1024 * 1024
+
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "FATAL")
+
+
+def non_negative_float(text):
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise UsageError("%r is not a number" % (text,)) from None
+    if not value >= 0:
+        raise UsageError("%r is negative (or not a number)" % (text,))
+    return value
+
+
+def positive_float(text):
+    value = non_negative_float(text)
+    if value == 0:
+        raise UsageError("%r must be greater than 0" % (text,))
+    return value
+
+
+def non_negative_int(text):
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise UsageError("%r is not an integer" % (text,)) from None
+    if value < 0:
+        raise UsageError("%r is negative" % (text,))
+    return value
+
+
+def log_level(text):
+    value = str(text).upper()
+    if value not in LOG_LEVELS:
+        raise UsageError("%r is not a log level (choose from %s)" % (text, ", ".join(LOG_LEVELS)))
+    return value
+
+
+# flag: the long option; variable: what it sets; kind: a converter, or None for an on/off
+# switch; to_env: the variable's text for a value (default: str, or "1" for a switch).
+Tuning = collections.namedtuple("Tuning", ["flag", "variable", "kind", "help", "to_env"])
+
+
+def _tuning(flag, variable, kind, help, to_env=None):
+    if to_env is None:
+        to_env = str if kind else (lambda on: "1")
+    return Tuning(flag, variable, kind, help, to_env)
+
+
+TUNINGS = [
+    _tuning("--fusion-threshold-mb", "TUTTI_FUSION_THRESHOLD", non_negative_float,
+            "fusion buffer size in MiB (the variable holds bytes); 0 disables fusion",
+            lambda mb: str(int(mb * _MIB))),
+    _tuning("--cycle-time-ms", "TUTTI_CYCLE_TIME", positive_float,
+            "negotiation cycle period in milliseconds"),
+    _tuning("--cache-capacity", "TUTTI_CACHE_CAPACITY", non_negative_int,
+            "number of responses kept in the response cache"),
+    _tuning("--disable-cache", "TUTTI_CACHE_CAPACITY", None,
+            "disable the response cache (capacity 0)", lambda on: "0"),
+    _tuning("--hierarchical-allreduce", "TUTTI_HIERARCHICAL_ALLREDUCE", None,
+            "reduce within each host first, then across hosts"),
+    _tuning("--hierarchical-allgather", "TUTTI_HIERARCHICAL_ALLGATHER", None,
+            "gather within each host first, then across hosts"),
+    _tuning("--timeline-filename", "TUTTI_TIMELINE", str,
+            "write a Chrome-trace timeline of the collectives to this file"),
+    _tuning("--timeline-mark-cycles", "TUTTI_TIMELINE_MARK_CYCLES", None,
+            "mark negotiation cycles in the timeline"),
+    _tuning("--autotune", "TUTTI_AUTOTUNE", None,
+            "tune fusion threshold and cycle time while training"),
+    _tuning("--autotune-log-file", "TUTTI_AUTOTUNE_LOG", str,
+            "CSV file that records every autotuning sample"),
+    _tuning("--autotune-warmup-samples", "TUTTI_AUTOTUNE_WARMUP_SAMPLES", non_negative_int,
+            "samples discarded before autotuning starts"),
+    _tuning("--autotune-steps-per-sample", "TUTTI_AUTOTUNE_STEPS_PER_SAMPLE", non_negative_int,
+            "cycles per autotuning sample"),
+    _tuning("--autotune-bayes-opt-max-samples", "TUTTI_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+            non_negative_int, "maximum samples of the Bayesian optimisation"),
+    _tuning("--autotune-gaussian-process-noise", "TUTTI_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+            non_negative_float, "noise regularisation of the Gaussian process"),
+    _tuning("--no-stall-check", "TUTTI_STALL_CHECK_DISABLE", None,
+            "do not warn about ranks that stop submitting a tensor"),
+    _tuning("--stall-check-warning-time-seconds", "TUTTI_STALL_CHECK_TIME_SECONDS",
+            non_negative_int, "warn when some ranks wait this long for the others"),
+    _tuning("--stall-check-shutdown-time-seconds", "TUTTI_STALL_SHUTDOWN_TIME_SECONDS",
+            non_negative_int, "abort the job when a stall lasts this long (0: never)"),
+    _tuning("--log-level", "TUTTI_LOG_LEVEL", log_level,
+            "core log level: " + ", ".join(LOG_LEVELS)),
+    _tuning("--log-hide-timestamp", "TUTTI_LOG_HIDE_TIME", None,
+            "omit timestamps from core log lines"),
+    _tuning("--gloo-timeout-seconds", "TUTTI_GLOO_TIMEOUT_SECONDS", positive_float,
+            "bound on Gloo rendezvous and collective waits"),
+    _tuning("--mpi-threads-disable", "TUTTI_MPI_THREADS_DISABLE", None,
+            "initialise MPI without MPI_THREAD_MULTIPLE"),
+    _tuning("--thread-affinity", "TUTTI_THREAD_AFFINITY", str,
+            "CPU list for the core's background thread"),
+    _tuning("--num-nccl-streams", "TUTTI_NUM_NCCL_STREAMS", non_negative_int,
+            "CUDA streams used by NCCL operations"),
+]
+
+
+def dest(flag):
+    """The settings attribute of a long flag: --cycle-time-ms -> cycle_time_ms."""
+    return flag.lstrip("-").replace("-", "_")
+
+
+def environment(settings):
+    """The core variables that `settings` asks for, in table order."""
+    env = {}
+    for tuning in TUNINGS:
+        value = getattr(settings, dest(tuning.flag), None)
+        if value is None or value is False:
+            continue
+        env[tuning.variable] = tuning.to_env(value)
+    return env

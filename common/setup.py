@@ -1,0 +1,101 @@
+"""tutti-core: the shared native core (libtutti_core.so), tutti.common, tutti.numpy and the
+tuttirun launcher.
+
+    pip install ./common
+
+The core is compiled with g++ from src/*.cc and linked against the system MPI and Gloo
+(Debian: openmpi-bin libopenmpi-dev libgloo-dev).
+"""
+
+import glob
+import importlib.util
+import os
+import re
+import shutil
+
+from setuptools import Extension, find_namespace_packages, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_DIR = os.path.join("python", "tutti", "common")
+CORE_SONAME = "libtutti_core.so.1"
+
+
+def _module_from(path, name):
+    # Load by file path: importing the tutti.common package would load the core library,
+    # which is what this script builds.
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _version():
+    with open(os.path.join(HERE, PACKAGE_DIR, "__init__.py")) as stream:
+        return re.search(r'__version__ = "([^"]+)"', stream.read()).group(1)
+
+
+class BuildCore(build_ext):
+    """Compiles src/*.cc into tutti/common/libtutti_core.so."""
+
+    def get_ext_filename(self, fullname):
+        parts = fullname.split(".")
+        if parts[-1] == "libtutti_core":
+            return os.path.join(*(parts[:-1] + ["libtutti_core.so"]))
+        return super().get_ext_filename(fullname)
+
+    def build_extension(self, ext):
+        compiler = _module_from(os.path.join(PACKAGE_DIR, "compiler.py"), "tutti_compiler")
+        flags = _module_from(os.path.join(PACKAGE_DIR, "build_flags.py"), "tutti_build_flags")
+        mpi = flags.mpi_flags()
+        compiler.compile_shared_library(
+            ext.sources,
+            os.path.abspath(self.get_ext_fullpath(ext.name)),
+            build_temp=os.path.join(self.build_temp, "core"),
+            include_dirs=["include", "src"] + mpi["include_dirs"],
+            # Only MPI's C API is linked: keep mpi.h from pulling in the C++ bindings.
+            defines=["OMPI_SKIP_MPICXX", "MPICH_SKIP_MPICXX"],
+            cflags=["-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden"],
+            # -Bsymbolic: the core's own Gloo and C++ symbols must bind inside the core
+            # even when another library in the process (torch) exports the same names.
+            # --no-undefined: a missing symbol fails the build, not the first import.
+            ldflags=["-Wl,-soname," + CORE_SONAME, "-Wl,-Bsymbolic", "-Wl,--no-undefined"],
+            library_dirs=mpi["library_dirs"],
+            libraries=["mpi", "gloo", "pthread", "dl"],
+            jobs=2,
+        )
+
+
+class BuildPy(build_py):
+    """Also ships include/tutti/c_api.h as tutti/common/include/tutti/c_api.h, so plugins
+    compile against the header of the core they link."""
+
+    def run(self):
+        super().run()
+        target = os.path.join(self.build_lib, "tutti", "common", "include", "tutti")
+        os.makedirs(target, exist_ok=True)
+        shutil.copyfile(os.path.join("include", "tutti", "c_api.h"), os.path.join(target, "c_api.h"))
+
+
+def _long_description():
+    with open(os.path.join(HERE, "README.md")) as stream:
+        return stream.read()
+
+
+setup(
+    name="tutti-core",
+    version=_version(),
+    description="Shared native core of tutti, a distributed deep-learning training framework",
+    long_description=_long_description(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.8",
+    package_dir={"": "python"},
+    packages=find_namespace_packages(where="python", include=["tutti.*"]),
+    include_package_data=False,
+    ext_modules=[Extension("tutti.common.libtutti_core", sources=sorted(glob.glob("src/*.cc")))],
+    cmdclass={"build_ext": BuildCore, "build_py": BuildPy},
+    install_requires=["numpy", "pyyaml"],
+    entry_points={"console_scripts": ["tuttirun = tutti.runner.launch:main"]},
+    zip_safe=False,
+)

@@ -1,0 +1,189 @@
+#include "context.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <future>
+
+#include "dtype.h"
+#include "log.h"
+#include "reduce_kernels.h"
+#include "wire_format.h"
+
+namespace tutti {
+namespace {
+
+const char* const kShutDownMessage =
+    "tutti was shut down (by this process or a peer) before the request ran";
+
+// How long a request may wait for other ranks before rank 0 warns about it.
+const std::chrono::seconds kStallWarningAge(60);
+
+}  // namespace
+
+Status Context::Create(const Config& config, std::unique_ptr<Context>* context) {
+  std::unique_ptr<Controller> controller;
+  Status s = CreateController(config, &controller);
+  if (!s.ok()) return s;
+  std::unique_ptr<Context> created(new Context(config, std::move(controller)));
+  std::promise<void> started;
+  std::future<void> started_future = started.get_future();
+  Context* self = created.get();
+  created->thread_ = std::thread([self, &started] {
+    pthread_setname_np(pthread_self(), "tutti-core");
+    self->thread_id_.store(static_cast<int64_t>(syscall(SYS_gettid)));
+    started.set_value();
+    self->Loop();
+  });
+  started_future.wait();
+  *context = std::move(created);
+  return Status::OK();
+}
+
+Context::Context(const Config& config, std::unique_ptr<Controller> controller)
+    : config_(config),
+      controller_(std::move(controller)),
+      coordinator_(controller_->topology().size),
+      last_stall_check_(std::chrono::steady_clock::now()) {}
+
+Context::~Context() { Shutdown(); }
+
+void Context::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mutex_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> wake_lock(wake_mutex_);
+    stop_requested_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // The loop already failed what was pending; this catches nothing new but keeps the
+  // guarantee independent of how the loop ended.
+  for (const PendingOp& op : queue_.Close(Status::Aborted(kShutDownMessage))) {
+    op.Complete(Status::Aborted(kShutDownMessage));
+  }
+  controller_.reset();
+}
+
+Status Context::Enqueue(PendingOp op) {
+  Status s = queue_.Enqueue(std::move(op));
+  if (!s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    has_new_requests_ = true;
+  }
+  wake_.notify_one();
+  return Status::OK();
+}
+
+void Context::WaitForCycle(std::chrono::steady_clock::time_point cycle_start) {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  if (controller_->topology().size == 1) {
+    // Nobody to batch with: run as soon as there is work (or a stop request). The timeout
+    // only bounds how long a missed wake-up could delay us.
+    wake_.wait_for(lock, std::chrono::milliseconds(100),
+                   [this] { return has_new_requests_ || stop_requested_; });
+  } else {
+    // All ranks tick at the cycle period; every request that arrived during a tick is
+    // negotiated together at the next one.
+    auto next = cycle_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                  std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+    wake_.wait_until(lock, next, [this] { return stop_requested_; });
+  }
+  has_new_requests_ = false;
+}
+
+void Context::Loop() {
+  Status reason = Status::Aborted(kShutDownMessage);
+  auto cycle_start = std::chrono::steady_clock::now();
+  while (true) {
+    WaitForCycle(cycle_start);
+    cycle_start = std::chrono::steady_clock::now();
+    if (!RunCycle(&reason)) break;
+  }
+  for (const PendingOp& op : queue_.Close(reason)) op.Complete(reason);
+}
+
+bool Context::RunCycle(Status* reason) {
+  RequestList mine;
+  mine.requests = queue_.TakeNew();
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    mine.shutdown = stop_requested_;
+  }
+  std::vector<std::string> gathered;
+  Status s = controller_->GatherToRoot(SerializeRequestList(mine), &gathered);
+  std::string response_bytes;
+  if (s.ok() && controller_->topology().rank == 0) {
+    ResponseList responses;
+    for (size_t rank = 0; rank < gathered.size() && s.ok(); ++rank) {
+      RequestList list;
+      s = ParseRequestList(gathered[rank], &list);
+      for (const RequestMeta& request : list.requests) {
+        coordinator_.Submit(static_cast<int>(rank), request);
+      }
+      responses.shutdown = responses.shutdown || list.shutdown;
+    }
+    responses.responses = coordinator_.TakeReady();
+    response_bytes = SerializeResponseList(responses);
+    WarnAboutStalls();
+  }
+  if (s.ok()) s = controller_->BroadcastFromRoot(&response_bytes);
+  ResponseList responses;
+  if (s.ok()) s = ParseResponseList(response_bytes, &responses);
+  if (!s.ok()) {
+    *reason = Status::Aborted("tutti's " + std::string(controller_->name()) +
+                              " transport failed during negotiation: " + s.message());
+    return false;
+  }
+  for (const Response& response : responses.responses) Execute(response);
+  return !responses.shutdown;
+}
+
+void Context::WarnAboutStalls() {
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_stall_check_ < kStallWarningAge) return;
+  last_stall_check_ = now;
+  std::vector<std::string> stalled = coordinator_.Stalled(kStallWarningAge);
+  if (stalled.empty()) return;
+  std::string list;
+  for (const std::string& item : stalled) list += (list.empty() ? "" : ", ") + item;
+  LogWarning("requests submitted by some ranks only for more than 60 s (every rank must "
+             "submit the same names): " + list);
+}
+
+void Context::Execute(const Response& response) {
+  for (const std::string& name : response.names) {
+    PendingOp op;
+    if (!queue_.Take(name, &op)) {
+      LogWarning("negotiation answered request '" + name + "', which this rank does not have");
+      continue;
+    }
+    if (response.kind == Response::Kind::kError) {
+      op.Complete(Status::Precondition(response.error));
+      continue;
+    }
+    op.Complete(ExecuteAllreduce(op));
+  }
+}
+
+Status Context::ExecuteAllreduce(const PendingOp& op) {
+  const RequestMeta& meta = op.meta;
+  const size_t bytes = static_cast<size_t>(op.count) * DtypeSize(meta.dtype);
+  if (op.output != op.input && bytes > 0) std::memmove(op.output, op.input, bytes);
+  ScaleInPlace(meta.dtype, op.output, op.count, meta.prescale);
+  const bool average = meta.reduce_op == TUTTI_REDUCE_AVERAGE;
+  Status s = controller_->Allreduce(op.output, op.count, meta.dtype,
+                                    average ? TUTTI_REDUCE_SUM : meta.reduce_op);
+  if (!s.ok()) {
+    return Status(s.code(), "allreduce of tensor '" + meta.name + "' failed: " + s.message());
+  }
+  ScaleInPlace(meta.dtype, op.output, op.count, meta.postscale,
+               average ? controller_->topology().size : 1);
+  return Status::OK();
+}
+
+}  // namespace tutti

@@ -1,0 +1,56 @@
+// Requests submitted on any thread and not yet completed. The background thread takes the
+// metadata of new ones each cycle and later takes each request by name to execute it.
+#ifndef TUTTI_SRC_REQUEST_QUEUE_H_
+#define TUTTI_SRC_REQUEST_QUEUE_H_
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "request.h"
+#include "status.h"
+
+namespace tutti {
+
+// A request plus what is needed to execute and complete it on this rank.
+struct PendingOp {
+  RequestMeta meta;
+  const void* input = nullptr;
+  void* output = nullptr;
+  int64_t count = 0;  // elements
+  tutti_done_fn done = nullptr;
+  void* user_data = nullptr;
+
+  void Complete(const Status& status) const {
+    done(user_data, status.code(), status.ok() ? nullptr : status.message().c_str());
+  }
+};
+
+class RequestQueue {
+ public:
+  // Fails with PRECONDITION when a request of the same name is in flight, or with the
+  // closing status once Close() was called.
+  Status Enqueue(PendingOp op);
+
+  // Metadata of requests enqueued since the last call, in submission order.
+  std::vector<RequestMeta> TakeNew();
+
+  // Removes the in-flight request `name`; false when there is none.
+  bool Take(const std::string& name, PendingOp* op);
+
+  // Refuses further requests with `reason` and returns all requests still in flight.
+  std::vector<PendingOp> Close(const Status& reason);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, PendingOp> in_flight_;
+  std::deque<std::string> new_names_;
+  bool closed_ = false;
+  Status close_reason_;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SRC_REQUEST_QUEUE_H_

@@ -1,0 +1,53 @@
+"""tutti-mxnet: tutti for MXNet Gluon (`import tutti.mxnet as hvd`).
+
+Build and install against the MXNet and tutti-core already installed:
+
+    pip install ./common
+    pip install --no-build-isolation ./frameworks/mxnet
+
+The native op library is compiled with MXNet's own flags (tutti.common.build_flags) and
+linked against the installed core by its soname.
+"""
+
+import os
+import re
+
+from setuptools import find_namespace_packages, setup
+
+from tutti.common.build import native_build_command
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCES = ["src/allreduce.cc", "src/last_error.cc", "src/ndarray_view.cc"]
+
+
+def _read(*parts):
+    with open(os.path.join(HERE, *parts)) as stream:
+        return stream.read()
+
+
+def _version():
+    text = _read("python", "tutti", "mxnet", "version.py")
+    return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
+
+
+def _supported_core():
+    text = _read("python", "tutti", "mxnet", "version.py")
+    return re.search(r'^SUPPORTED_CORE = "([^"]+)"', text, re.M).group(1)
+
+
+build_ext = native_build_command("mxnet", SOURCES, "libtutti_mxnet_ops.so", "tutti.mxnet")
+
+setup(
+    name="tutti-mxnet",
+    version=_version(),
+    description="tutti for MXNet Gluon: Horovod-style distributed training on one shared core",
+    long_description=_read("README.md"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.8",
+    package_dir={"": "python"},
+    packages=find_namespace_packages(where="python", include=["tutti.mxnet"]),
+    ext_modules=build_ext.ext_modules,
+    cmdclass={"build_ext": build_ext},
+    install_requires=["tutti-core" + _supported_core(), "mxnet>=1.9,<2"],
+    zip_safe=False,
+)

@@ -1,0 +1,45 @@
+"""tutti.tensorflow: distributed training for TensorFlow with Horovod's API.
+
+    import tutti.tensorflow as hvd
+    hvd.init()
+    total = hvd.allreduce(tf.constant([hvd.rank()]), op=hvd.Sum)
+
+Run the script with `mpirun -np N python script.py` or `tuttirun -np N python script.py`.
+"""
+
+from tutti.common import plugin as _plugin
+
+from .version import CORE_REQUIREMENT as _CORE_REQUIREMENT
+from .version import __version__
+
+# Refuse an incompatible tutti-core before touching the native library.
+_plugin.check_core_version("tutti-tensorflow", __version__, _CORE_REQUIREMENT)
+
+from tutti.common.basics import (  # noqa: E402  (after the version check on purpose)
+    Average,
+    Max,
+    Min,
+    Product,
+    ReduceOp,
+    Sum,
+    controller,
+    cross_rank,
+    cross_size,
+    cuda_built,
+    gloo_built,
+    gloo_enabled,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_enabled,
+    nccl_built,
+    rank,
+    shutdown,
+    size,
+)
+
+from .collectives import allreduce  # noqa: E402
+from .compression import Compression  # noqa: E402
+from .mpi_ops import local_rank_op, local_size_op, rank_op, size_op  # noqa: E402

@@ -1,0 +1,59 @@
+"""tutti.torch: data-parallel training for PyTorch with Horovod's API.
+
+    import tutti.torch as hvd
+    hvd.init()
+    total = hvd.allreduce(torch.ones(3), op=hvd.Sum)
+
+Launch the script with `mpirun -np N python script.py` or `tuttirun -np N python script.py`.
+"""
+
+from tutti.common import plugin as _plugin
+
+from .version import CORE_REQUIREMENT as _CORE_REQUIREMENT
+from .version import __version__
+
+# Refuse a tutti-core outside the supported range before touching the native library.
+_plugin.check_core_version("tutti-torch", __version__, _CORE_REQUIREMENT)
+
+from tutti.common.basics import (  # noqa: E402
+    Average,
+    Max,
+    Min,
+    Product,
+    ReduceOp,
+    Sum,
+    cross_rank,
+    cross_size,
+    cuda_built,
+    gloo_built,
+    gloo_enabled,
+    init,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_enabled,
+    nccl_built,
+    rank,
+    shutdown,
+    size,
+)
+from tutti.common.exceptions import (  # noqa: E402
+    AbortedError,
+    InternalError,
+    InvalidArgumentError,
+    NotInitializedError,
+    PreconditionError,
+    TuttiError,
+    UnsupportedError,
+)
+
+from .collectives import (  # noqa: E402
+    allreduce,
+    allreduce_,
+    allreduce_async,
+    allreduce_async_,
+    poll,
+    synchronize,
+)
+from .compression import Compression  # noqa: E402

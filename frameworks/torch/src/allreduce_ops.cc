@@ -1,0 +1,216 @@
+// Torch operators of tutti (library namespace `tutti`), calling the core through its C ABI.
+//
+// Every collective is asynchronous underneath: an *_async operator enqueues the request
+// with the core and returns a handle; `poll` and `wait` look at the handle table, which
+// the core's completion callback updates from its own thread without touching Python.
+// The synchronous operators are an enqueue followed by a wait.
+//
+// Failures raise c10::Error (RuntimeError in Python) carrying the core's message; the
+// tutti_status behind the latest failure on this thread is kept for `take_error_status`,
+// so the Python layer can raise the matching tutti.common exception class.
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "handle_table.h"
+#include "tutti/c_api.h"
+
+namespace tutti_torch {
+namespace {
+
+thread_local int64_t last_error_status = TUTTI_OK;
+
+[[noreturn]] void Fail(tutti_status status, const std::string& message) {
+  last_error_status = status;
+  TORCH_CHECK(false, message);
+  throw std::logic_error("unreachable");  // TORCH_CHECK(false) always throws
+}
+
+int64_t TakeErrorStatus() {
+  int64_t status = last_error_status;
+  last_error_status = TUTTI_OK;
+  return status;
+}
+
+// The core's element type for a torch dtype; fails for dtypes the core does not reduce.
+tutti_dtype ToTuttiDtype(at::ScalarType type) {
+  switch (type) {
+    case at::kByte: return TUTTI_UINT8;
+    case at::kChar: return TUTTI_INT8;
+    case at::kUInt16: return TUTTI_UINT16;
+    case at::kShort: return TUTTI_INT16;
+    case at::kInt: return TUTTI_INT32;
+    case at::kLong: return TUTTI_INT64;
+    case at::kHalf: return TUTTI_FLOAT16;
+    case at::kBFloat16: return TUTTI_BFLOAT16;
+    case at::kFloat: return TUTTI_FLOAT32;
+    case at::kDouble: return TUTTI_FLOAT64;
+    case at::kBool: return TUTTI_BOOL;
+    default:
+      Fail(TUTTI_ERR_INVALID_ARGUMENT,
+           "tutti does not support tensors of dtype torch." +
+               std::string(c10::getDtypeNames(type).first) +
+               "; supported: uint8, int8, uint16, int16, int32, int64, float16, bfloat16, "
+               "float32, float64, bool");
+  }
+}
+
+void CheckTensor(const at::Tensor& tensor, const char* op) {
+  if (!tensor.defined()) Fail(TUTTI_ERR_INVALID_ARGUMENT, std::string(op) + ": tensor is undefined");
+  if (tensor.layout() != at::kStrided) {
+    Fail(TUTTI_ERR_INVALID_ARGUMENT,
+         std::string(op) + ": only dense (strided) tensors are supported, got layout " +
+             c10::str(tensor.layout()));
+  }
+  if (!tensor.device().is_cpu()) {
+    Fail(TUTTI_ERR_UNSUPPORTED, std::string(op) + ": only CPU tensors are supported, got a tensor on " +
+                                    tensor.device().str() + "; move it with .cpu() first");
+  }
+  ToTuttiDtype(tensor.scalar_type());
+}
+
+// A tutti_tensor describing a contiguous CPU tensor; owns the shape array it points to.
+struct TensorView {
+  explicit TensorView(const at::Tensor& tensor) : shape(tensor.sizes().vec()) {
+    view.data = tensor.data_ptr();
+    view.dtype = ToTuttiDtype(tensor.scalar_type());
+    view.ndim = static_cast<int32_t>(shape.size());
+    view.shape = shape.empty() ? nullptr : shape.data();
+  }
+  std::vector<int64_t> shape;
+  tutti_tensor view;
+};
+
+// Unnamed requests are numbered in the order they are accepted by the core, so the names
+// match across ranks as long as every rank makes its unnamed calls in the same order. A
+// request the core refuses takes no number: a failure on one rank only (e.g. a name reused
+// while in flight) must not shift the names of that rank's later requests. The prefix keeps
+// them apart from other plugins' unnamed requests in the same process.
+std::mutex unnamed_mutex;
+int64_t next_unnamed = 0;
+
+tutti_status Submit(c10::string_view name, const tutti_tensor& input, const tutti_tensor& output,
+                    int64_t op, double prescale, double postscale, int64_t handle) {
+  auto submit = [&](const std::string& request_name) {
+    return tutti_allreduce_async(request_name.c_str(), &input, &output,
+                                 static_cast<tutti_reduce_op>(op), prescale, postscale,
+                                 &HandleTable::OnDone, HandleTable::UserData(handle));
+  };
+  if (!name.empty()) return submit(std::string(name));
+  std::lock_guard<std::mutex> lock(unnamed_mutex);
+  tutti_status status = submit("torch.allreduce.noname." + std::to_string(next_unnamed));
+  if (status == TUTTI_OK) ++next_unnamed;
+  return status;
+}
+
+// Hands an allreduce of `input` into `output` (both contiguous) to the core and returns its
+// handle. The tensors stay referenced by the handle table until the request is synchronized.
+int64_t EnqueueAllreduce(c10::string_view name, const at::Tensor& input, const at::Tensor& output,
+                         int64_t op, double prescale, double postscale,
+                         std::function<void()> on_success) {
+  HandleTable& table = HandleTable::Instance();
+  auto keepalive = std::make_shared<std::pair<at::Tensor, at::Tensor>>(input, output);
+  int64_t handle = table.Add(std::move(keepalive), std::move(on_success));
+  TensorView in(input);
+  TensorView out(output);
+  tutti_status status = Submit(name, in.view, out.view, op, prescale, postscale, handle);
+  if (status != TUTTI_OK) {
+    std::string message = tutti_last_error();
+    table.Discard(handle);
+    Fail(status, message);
+  }
+  return handle;
+}
+
+int64_t AllreduceAsyncInPlace(at::Tensor& tensor, c10::string_view name, int64_t op,
+                              double prescale, double postscale) {
+  CheckTensor(tensor, "allreduce_async_");
+  if (tensor.is_contiguous()) {
+    return EnqueueAllreduce(name, tensor, tensor, op, prescale, postscale, nullptr);
+  }
+  // Reduce a contiguous copy; the synchronizing thread copies the result back.
+  at::Tensor staging = tensor.contiguous();
+  at::Tensor target = tensor;
+  return EnqueueAllreduce(name, staging, staging, op, prescale, postscale,
+                          [target, staging]() mutable { target.copy_(staging); });
+}
+
+std::tuple<at::Tensor, int64_t> AllreduceAsync(const at::Tensor& tensor, c10::string_view name,
+                                               int64_t op, double prescale, double postscale) {
+  CheckTensor(tensor, "allreduce_async");
+  at::Tensor input = tensor.contiguous();
+  at::Tensor output = at::empty(input.sizes(), input.options());
+  int64_t handle = EnqueueAllreduce(name, input, output, op, prescale, postscale, nullptr);
+  return std::make_tuple(output, handle);
+}
+
+bool Poll(int64_t handle) {
+  try {
+    return HandleTable::Instance().Poll(handle);
+  } catch (const std::out_of_range& error) {
+    Fail(TUTTI_ERR_INVALID_ARGUMENT, error.what());
+  }
+}
+
+// Returns false if the request is still running after timeout_seconds (negative: no
+// limit); raises the request's error; otherwise finishes it on this thread.
+bool Wait(int64_t handle, double timeout_seconds) {
+  Outcome outcome;
+  try {
+    if (!HandleTable::Instance().Wait(handle, timeout_seconds, &outcome)) return false;
+  } catch (const std::out_of_range& error) {
+    Fail(TUTTI_ERR_INVALID_ARGUMENT, error.what());
+  }
+  if (outcome.status != TUTTI_OK) Fail(outcome.status, outcome.message);
+  if (outcome.on_success) outcome.on_success();
+  return true;
+}
+
+at::Tensor Allreduce(const at::Tensor& tensor, c10::string_view name, int64_t op,
+                     double prescale, double postscale) {
+  auto result = AllreduceAsync(tensor, name, op, prescale, postscale);
+  Wait(std::get<1>(result), -1.0);
+  return std::get<0>(result);
+}
+
+at::Tensor AllreduceInPlace(at::Tensor& tensor, c10::string_view name, int64_t op,
+                            double prescale, double postscale) {
+  Wait(AllreduceAsyncInPlace(tensor, name, op, prescale, postscale), -1.0);
+  return tensor;
+}
+
+}  // namespace
+}  // namespace tutti_torch
+
+TORCH_LIBRARY(tutti, m) {
+  // op: tutti_reduce_op (0 Average, 1 Sum, 2 Min, 3 Max, 4 Product); an empty name lets
+  // the plugin name the request.
+  m.def("allreduce_async(Tensor tensor, str name, int op, float prescale, float postscale)"
+        " -> (Tensor, int)");
+  m.def("allreduce_async_(Tensor(a!) tensor, str name, int op, float prescale,"
+        " float postscale) -> int");
+  m.def("allreduce(Tensor tensor, str name=\"\", int op=0, float prescale=1.0,"
+        " float postscale=1.0) -> Tensor");
+  m.def("allreduce_(Tensor(a!) tensor, str name=\"\", int op=0, float prescale=1.0,"
+        " float postscale=1.0) -> Tensor(a!)");
+  m.def("poll(int handle) -> bool", &tutti_torch::Poll);
+  m.def("wait(int handle, float timeout_seconds=-1.0) -> bool", &tutti_torch::Wait);
+  m.def("take_error_status() -> int", &tutti_torch::TakeErrorStatus);
+}
+
+// Registered for every backend so that a non-CPU tensor reaches the kernel's own check
+// (with a clear message) instead of a missing-kernel error from the dispatcher.
+TORCH_LIBRARY_IMPL(tutti, CompositeExplicitAutograd, m) {
+  m.impl("allreduce_async", TORCH_FN(tutti_torch::AllreduceAsync));
+  m.impl("allreduce_async_", TORCH_FN(tutti_torch::AllreduceAsyncInPlace));
+  m.impl("allreduce", TORCH_FN(tutti_torch::Allreduce));
+  m.impl("allreduce_", TORCH_FN(tutti_torch::AllreduceInPlace));
+}

@@ -1,0 +1,120 @@
+"""tutti.torch on real processes: 2 ranks under MPI (mpirun) and Gloo (tuttirun), one
+process without a launcher, and import-time checks of the built op library."""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import launch
+
+CONTROLLERS = ["mpi", "gloo"]
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                       "frameworks", "torch", "examples", "allreduce_smoke.py")
+
+
+def _assert_ok(result, *expected_lines):
+    assert result.returncode == 0, launch.describe(result)
+    for line in expected_lines:
+        assert line in result.stdout, launch.describe(result)
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_allreduce_matrix_two_ranks(controller):
+    result = launch.run_ranks(
+        2, [sys.executable, launch.worker("workers/allreduce_matrix.py")], controller, timeout=240)
+    _assert_ok(result, "rank 0/2:", "rank 1/2:", " 0 failed")
+    assert "FAIL" not in result.stdout, launch.describe(result)
+
+
+def test_allreduce_matrix_single_process():
+    result = launch.run([sys.executable, launch.worker("workers/allreduce_matrix.py")])
+    _assert_ok(result, "rank 0/1:", " 0 failed")
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_errors_surface_as_exceptions(controller):
+    result = launch.run_ranks(
+        2, [sys.executable, launch.worker("workers/errors.py")], controller, timeout=120)
+    _assert_ok(result, "rank 0: 0 failures", "rank 1: 0 failures",
+               "ok dtype_mismatch", "ok gil_released_while_waiting")
+
+
+def test_lifecycle_and_errors_before_init():
+    result = launch.run([sys.executable, launch.worker("workers/lifecycle.py")])
+    _assert_ok(result, "lifecycle ok")
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_example(controller):
+    result = launch.run_ranks(2, [sys.executable, EXAMPLE], controller)
+    _assert_ok(result, "rank 0/2 (%s)" % controller, "rank 1/2 (%s)" % controller)
+    assert "WRONG" not in result.stdout, launch.describe(result)
+
+
+def _package_dir():
+    spec = importlib.util.find_spec("tutti.torch")
+    assert spec is not None, "tutti.torch is not importable from %s" % sys.path
+    return list(spec.submodule_search_locations)[0]
+
+
+def _import_copy(tmp_path, edit):
+    """Copies the tutti.torch package under tmp_path, applies `edit(copy_dir)` and imports
+    the copy in a fresh interpreter; returns the CompletedProcess."""
+    copy = tmp_path / "tutti" / "torch"
+    shutil.copytree(_package_dir(), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    edit(copy)
+    code = "import tutti.torch as hvd; print(hvd.__file__)"
+    return launch.run([sys.executable, "-c", code],
+                      env={"PYTHONPATH": os.pathsep.join([str(tmp_path)] + sys.path)})
+
+
+def test_copied_package_imports(tmp_path):
+    result = _import_copy(tmp_path, lambda copy: None)
+    _assert_ok(result, str(tmp_path))
+
+
+def test_library_built_for_another_torch_is_refused(tmp_path):
+    def claim_other_torch(copy):
+        info_path = copy / "build_info.json"
+        info = json.loads(info_path.read_text())
+        info["framework_version"] = "1.13.1"
+        info_path.write_text(json.dumps(info))
+
+    result = _import_copy(tmp_path, claim_other_torch)
+    assert result.returncode != 0, launch.describe(result)
+    assert "ImportError" in result.stderr and "built against torch 1.13.1" in result.stderr, \
+        launch.describe(result)
+    assert "undefined symbol" not in result.stderr, launch.describe(result)
+
+
+def test_missing_library_is_explained(tmp_path):
+    result = _import_copy(tmp_path, lambda copy: (copy / "libtutti_torch_ops.so").unlink())
+    assert result.returncode != 0, launch.describe(result)
+    assert "ImportError" in result.stderr and "not built" in result.stderr, launch.describe(result)
+
+
+def test_unsupported_core_version_is_refused(tmp_path):
+    def require_future_core(copy):
+        version = copy / "version.py"
+        version.write_text(version.read_text().replace(
+            'CORE_REQUIREMENT = ">=0.1,<0.2"', 'CORE_REQUIREMENT = ">=7.0"'))
+
+    result = _import_copy(tmp_path, require_future_core)
+    assert result.returncode != 0, launch.describe(result)
+    assert "ImportError" in result.stderr and "tutti-core" in result.stderr, \
+        launch.describe(result)
+
+
+def test_op_library_links_the_core_by_soname():
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("readelf is not installed")
+    library = os.path.join(_package_dir(), "libtutti_torch_ops.so")
+    dynamic = subprocess.run([readelf, "-d", library], capture_output=True, text=True,
+                             check=True).stdout
+    assert "[libtutti_core.so.1]" in dynamic, dynamic

@@ -1,0 +1,131 @@
+"""Failures on 2 ranks: requests the ranks disagree about, reductions the core refuses,
+a name reused while in flight, unsupported tensors; the job must keep working after each.
+Also checks that waiting for a request lets other Python threads run.
+
+Prints one line per check ("ok <label>: <message>" or "FAIL <label>: ..."); exits 1 on a failure.
+"""
+
+import sys
+import threading
+import time
+
+import torch
+
+import tutti.torch as hvd
+
+failures = []
+
+
+def report(label, ok, detail):
+    print("rank %d: %s %s: %s" % (hvd.rank(), "ok" if ok else "FAIL", label, detail), flush=True)
+    if not ok:
+        failures.append(label)
+
+
+def expect(label, error, function, *words):
+    """`function` must raise `error` (a RuntimeError) whose message contains every word."""
+    try:
+        function()
+    except error as exc:
+        missing = [w for w in words if w not in str(exc)]
+        is_runtime = isinstance(exc, RuntimeError)
+        report(label, not missing and is_runtime,
+               "%s: %s%s" % (type(exc).__name__, exc, " (lacks %s)" % missing if missing else ""))
+    except Exception as exc:
+        report(label, False, "expected %s, got %s: %s" % (error.__name__, type(exc).__name__, exc))
+    else:
+        report(label, False, "expected %s, but the call succeeded" % error.__name__)
+
+
+def still_works(label):
+    got = hvd.allreduce(torch.ones(3) * (hvd.rank() + 1), op=hvd.Sum, name=label)
+    expected = float(sum(range(1, hvd.size() + 1)))
+    report(label, torch.equal(got, torch.full((3,), expected)), got.tolist())
+
+
+def ranks_disagree():
+    dtype = torch.float32 if hvd.rank() == 0 else torch.int32
+    expect("dtype_mismatch", hvd.PreconditionError,
+           lambda: hvd.allreduce(torch.ones(4, dtype=dtype), name="mismatch.dtype"), "dtype")
+    still_works("after_dtype_mismatch")
+    shape = (4,) if hvd.rank() == 0 else (2, 2)
+    expect("shape_mismatch", hvd.PreconditionError,
+           lambda: hvd.allreduce(torch.ones(shape), name="mismatch.shape"), "shape")
+    handle = hvd.allreduce_async(torch.ones(2), name="mismatch.op",
+                                 op=hvd.Sum if hvd.rank() == 0 else hvd.Max)
+    expect("op_mismatch_async", hvd.PreconditionError, lambda: hvd.synchronize(handle))
+    still_works("after_mismatches")
+
+
+def refused_reductions():
+    expect("bool_average", hvd.InvalidArgumentError,
+           lambda: hvd.allreduce(torch.ones(3, dtype=torch.bool), op=hvd.Average), "bool")
+    expect("bool_prescale", hvd.InvalidArgumentError,
+           lambda: hvd.allreduce(torch.ones(3, dtype=torch.bool), op=hvd.Sum, prescale_factor=2.0),
+           "bool")
+    expect("meta_tensor", hvd.UnsupportedError,
+           lambda: hvd.allreduce(torch.ones(3, device="meta")), "CPU")
+    still_works("after_refusals")
+
+
+def name_reused_in_flight():
+    """Rank 1 submits late, so rank 0's first request is certainly still in flight when it
+    reuses the name."""
+    if hvd.rank() == 0:
+        first = hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum)
+        expect("duplicate_name", hvd.PreconditionError,
+               lambda: hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum), "dup")
+    else:
+        time.sleep(0.5)
+        first = hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum)
+    got = hvd.synchronize(first)
+    report("duplicate_name_first_completes", torch.equal(got, torch.full((2,), 2.0)), got.tolist())
+    # The refused request took no number: the ranks' unnamed requests still line up.
+    got = hvd.allreduce(torch.ones(2), op=hvd.Sum)
+    report("unnamed_after_one_sided_failure", torch.equal(got, torch.full((2,), 2.0)), got.tolist())
+
+
+def waiting_releases_the_gil():
+    """While rank 0 waits (rank 1 submits 1 s late), a Python thread must keep running."""
+    ticks = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    if hvd.rank() == 1:
+        time.sleep(1.0)
+    handle = hvd.allreduce_async(torch.ones(2), name="gil", op=hvd.Sum)
+    counter = threading.Thread(target=count)
+    counter.start()
+    time.sleep(0.05)
+    before = ticks[0]
+    # One long native wait, not synchronize()'s short slices.
+    done = torch.ops.tutti.wait(handle, 30.0)
+    during = ticks[0] - before
+    stop.set()
+    counter.join()
+    if hvd.rank() == 0:
+        report("gil_released_while_waiting", done and during > 1000, "%d ticks" % during)
+
+
+def main():
+    hvd.init()
+    ranks_disagree()
+    refused_reductions()
+    name_reused_in_flight()
+    waiting_releases_the_gil()
+    handle = hvd.allreduce_async(torch.ones(1), name="once")
+    hvd.synchronize(handle)
+    expect("synchronize_twice", hvd.InvalidArgumentError, lambda: hvd.synchronize(handle),
+           str(handle))
+    still_works("at_the_end")
+    rank = hvd.rank()
+    hvd.shutdown()
+    print("rank %d: %d failures" % (rank, len(failures)), flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
