@@ -58,9 +58,17 @@ class BuildCore(build_ext):
             defines=["OMPI_SKIP_MPICXX", "MPICH_SKIP_MPICXX"],
             cflags=["-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden"],
             # -Bsymbolic: the core's own Gloo and C++ symbols must bind inside the core
-            # even when another library in the process (torch) exports the same names.
-            # --no-undefined: a missing symbol fails the build, not the first import.
-            ldflags=["-Wl,-soname," + CORE_SONAME, "-Wl,-Bsymbolic", "-Wl,--no-undefined"],
+            # even when another library in the process (torch) exports the same names;
+            # -z now binds the rest at load time, before a later RTLD_GLOBAL library could
+            # interpose. --no-undefined: a missing symbol fails the build, not the import.
+            # The version script exports only the tutti_* C functions.
+            ldflags=[
+                "-Wl,-soname," + CORE_SONAME,
+                "-Wl,-Bsymbolic",
+                "-Wl,-z,now",
+                "-Wl,--no-undefined",
+                "-Wl,--version-script=" + os.path.join("src", "exports.map"),
+            ],
             library_dirs=mpi["library_dirs"],
             libraries=["mpi", "gloo", "pthread", "dl"],
             jobs=2,

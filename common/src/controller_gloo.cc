@@ -8,6 +8,8 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -36,6 +38,24 @@ std::string RankList(const std::vector<std::string>& keys) {
   return ranks;
 }
 
+// torch exports its own, incompatible copy of many gloo:: symbols. When torch's libraries
+// are loaded with RTLD_GLOBAL (TORCH_USE_RTLD_GLOBAL=1) before the core, the core's (and
+// libgloo's) references to those names bind to torch and the first collective crashes.
+// Detect that and fail init with an explanation instead.
+Status CheckGlooBinding() {
+  Dl_info info;
+  void* create_device = reinterpret_cast<void*>(&gloo::transport::tcp::CreateDevice);
+  if (dladdr(create_device, &info) == 0 || info.dli_fname == nullptr) return Status::OK();
+  std::string path = info.dli_fname;
+  std::string file = path.substr(path.rfind('/') + 1);
+  if (file.compare(0, 7, "libgloo") == 0) return Status::OK();
+  return Status::Unsupported(
+      "Gloo functions in this process resolve to " + path + " instead of the system libgloo: "
+      "a library with its own Gloo (torch with TORCH_USE_RTLD_GLOBAL=1) was loaded with "
+      "RTLD_GLOBAL before tutti's core. Load the core with RTLD_DEEPBIND, unset "
+      "TORCH_USE_RTLD_GLOBAL, or use the MPI controller");
+}
+
 class GlooController : public Controller {
  public:
   explicit GlooController(const Config& config) : config_(config) {
@@ -44,6 +64,8 @@ class GlooController : public Controller {
   }
 
   Status Connect() {
+    Status s = CheckGlooBinding();
+    if (!s.ok()) return s;
     const GlooConfig& g = config_.gloo;
     const auto timeout = std::chrono::milliseconds(
         static_cast<int64_t>(config_.timeout_seconds * 1000));
@@ -53,7 +75,7 @@ class GlooController : public Controller {
     const std::string prefix = "tutti/" + std::to_string(config_.generation);
 
     // Join first, so a missing process is reported by rank instead of as a Gloo error.
-    Status s = client_->Set(prefix + "/joined/" + std::to_string(g.rank), "1");
+    s = client_->Set(prefix + "/joined/" + std::to_string(g.rank), "1");
     if (!s.ok()) return s;
     std::vector<std::string> keys, missing;
     for (int r = 0; r < g.size; ++r) keys.push_back(prefix + "/joined/" + std::to_string(r));
@@ -80,6 +102,14 @@ class GlooController : public Controller {
       GlooStore store(client_.get());
       gloo::rendezvous::PrefixStore mesh_store(prefix + "/mesh", store);
       context_->connectFullMesh(mesh_store, device);
+      // Persistent negotiation channels: set up once, run every cycle.
+      gather_in_.assign(kSlotBytes, 0);
+      gather_out_.assign(kSlotBytes * g.size, 0);
+      gather_.reset(new gloo::AllgatherRing<char>(context_, {gather_in_.data()},
+                                                  gather_out_.data(), kSlotBytes));
+      broadcast_slot_.assign(kSlotBytes, 0);
+      broadcast_.reset(new gloo::BroadcastOneToAll<char>(context_, {broadcast_slot_.data()},
+                                                         kSlotBytes, 0));
     } catch (const std::exception& e) {
       return Status::Aborted(std::string("Gloo could not connect the ranks: ") + e.what());
     }
@@ -90,20 +120,31 @@ class GlooController : public Controller {
   const Topology& topology() const override { return topology_; }
 
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override {
-    // Legacy Gloo has no gather: allgather the lengths, then payloads padded to the longest.
+    // Legacy Gloo has no gather: allgather fixed-size slots (length + inline payload) with a
+    // persistent algorithm; if any message is too long for its slot, every rank sees that
+    // length and all run a second allgather padded to the longest message.
     return Guard("negotiation", [&] {
       const int size = topology_.size;
-      int64_t length = static_cast<int64_t>(mine.size());
-      std::vector<int64_t> lengths(size);
-      gloo::AllgatherRing<int64_t>(context_, {&length}, lengths.data(), 1).run();
-      const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-      std::vector<char> padded(longest, 0), gathered(longest * size);
-      std::memcpy(padded.data(), mine.data(), mine.size());
-      if (longest > 0) {
-        gloo::AllgatherRing<char>(context_, {padded.data()}, gathered.data(),
-                                  static_cast<int>(longest)).run();
+      WriteSlot(mine, gather_in_.data());
+      gather_->run();
+      std::vector<uint64_t> lengths(size);
+      uint64_t longest = 0;
+      for (int r = 0; r < size; ++r) {
+        std::memcpy(&lengths[r], &gather_out_[r * kSlotBytes], sizeof(uint64_t));
+        longest = std::max(longest, lengths[r]);
       }
       all->clear();
+      if (longest <= kInlineBytes) {
+        if (topology_.rank != 0) return;
+        for (int r = 0; r < size; ++r) {
+          all->emplace_back(&gather_out_[r * kSlotBytes + sizeof(uint64_t)], lengths[r]);
+        }
+        return;
+      }
+      std::vector<char> padded(longest, 0), gathered(longest * size);
+      std::memcpy(padded.data(), mine.data(), mine.size());
+      gloo::AllgatherRing<char>(context_, {padded.data()}, gathered.data(),
+                                static_cast<int>(longest)).run();
       if (topology_.rank != 0) return;
       for (int r = 0; r < size; ++r) all->emplace_back(&gathered[r * longest], lengths[r]);
     });
@@ -111,12 +152,16 @@ class GlooController : public Controller {
 
   Status BroadcastFromRoot(std::string* bytes) override {
     return Guard("negotiation", [&] {
-      uint64_t length = bytes->size();
-      gloo::BroadcastOneToAll<uint64_t>(context_, {&length}, 1, 0).run();
-      bytes->resize(length);
-      if (length > 0) {
-        gloo::BroadcastOneToAll<char>(context_, {&(*bytes)[0]}, length, 0).run();
+      if (topology_.rank == 0) WriteSlot(*bytes, broadcast_slot_.data());
+      broadcast_->run();
+      uint64_t length;
+      std::memcpy(&length, broadcast_slot_.data(), sizeof(length));
+      if (length <= kInlineBytes) {
+        bytes->assign(broadcast_slot_.data() + sizeof(uint64_t), length);
+        return;
       }
+      bytes->resize(length);
+      gloo::BroadcastOneToAll<char>(context_, {&(*bytes)[0]}, length, 0).run();
     });
   }
 
@@ -152,10 +197,23 @@ class GlooController : public Controller {
     }
   }
 
+  // A negotiation slot: u64 length, then the message when it fits.
+  static constexpr int kSlotBytes = 4096;
+  static constexpr uint64_t kInlineBytes = kSlotBytes - sizeof(uint64_t);
+
+  static void WriteSlot(const std::string& message, char* slot) {
+    uint64_t length = message.size();
+    std::memcpy(slot, &length, sizeof(length));
+    if (length <= kInlineBytes) std::memcpy(slot + sizeof(length), message.data(), length);
+  }
+
   const Config config_;
   Topology topology_;
   std::unique_ptr<StoreClient> client_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::vector<char> gather_in_, gather_out_, broadcast_slot_;
+  std::unique_ptr<gloo::AllgatherRing<char>> gather_;
+  std::unique_ptr<gloo::BroadcastOneToAll<char>> broadcast_;
 };
 
 }  // namespace

@@ -14,7 +14,15 @@ import re
 
 from setuptools import find_namespace_packages, setup
 
-from tutti.common.build import native_build_command
+try:
+    from tutti.common.build import native_build_command
+except ImportError as exc:
+    raise SystemExit(
+        "tutti-mxnet is compiled against the tutti-core and MXNet installed in the target "
+        "environment, and tutti-core is not importable there (%s). Install it first, in a "
+        "separate command: `pip install ./common`, then `pip install --no-build-isolation "
+        "./frameworks/mxnet`." % exc
+    )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["src/allreduce.cc", "src/last_error.cc", "src/ndarray_view.cc"]

@@ -68,7 +68,8 @@ def test_init_shutdown_init_alone():
     out = run_alone("restart")
     assert "round 1 ok: rank 0/1 controller local" in out, out
     assert "round 2 ok: rank 0/1 controller local" in out, out
-    assert out.count("after shutdown: ") == 2, out
+    assert sum(line.startswith("after shutdown: ") for line in out.splitlines()) == 2, out
+    assert "shut down" in out, out
 
 
 @pytest.mark.parametrize("controller", ["mpi", "gloo"])

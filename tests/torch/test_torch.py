@@ -41,7 +41,8 @@ def test_errors_surface_as_exceptions(controller):
     result = launch.run_ranks(
         2, [sys.executable, launch.worker("workers/errors.py")], controller, timeout=120)
     _assert_ok(result, "rank 0: 0 failures", "rank 1: 0 failures",
-               "ok dtype_mismatch", "ok gil_released_while_waiting")
+               "ok dtype_mismatch", "ok gil_released_while_waiting",
+               "ok pending_at_shutdown")
 
 
 def test_lifecycle_and_errors_before_init():

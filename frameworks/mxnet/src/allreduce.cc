@@ -10,6 +10,9 @@
 #include <mxnet/c_api.h>
 #include <mxnet/engine.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "last_error.h"
@@ -34,6 +37,9 @@ struct AllreduceRequest {
   // Copied when the engine runs the operation: the engine passes a pointer to a copy
   // that lives only for the duration of that call.
   mxnet::engine::CallbackOnComplete on_complete;
+  // The error the operation completed with, shared with the pushing call: MXNet's
+  // NaiveEngine runs the operation inside the push and drops the error it is given.
+  std::shared_ptr<std::string> error = std::make_shared<std::string>();
 };
 
 void DeleteRequest(void* param) {
@@ -45,30 +51,40 @@ void DeleteRequest(void* param) {
   delete request;
 }
 
+// True when MXNet runs every operation synchronously inside the push (NaiveEngine, the
+// debugging engine, chosen by the environment when MXNet starts).
+bool EngineIsSynchronous() {
+  static const bool synchronous = [] {
+    const char* type = std::getenv("MXNET_ENGINE_TYPE");
+    return type != nullptr && std::strcmp(type, "NaiveEngine") == 0;
+  }();
+  return synchronous;
+}
+
 // Completes the engine operation with `message` as its error; the engine raises it as
-// MXNetError in whoever reads the output.
-void CompleteWithError(const mxnet::engine::CallbackOnComplete& on_complete,
-                       const std::string& name, const std::string& message) {
+// MXNetError in whoever reads the output. May free the request.
+void CompleteWithError(AllreduceRequest* request, const std::string& message) {
   // The core's messages usually name the tensor already. The text before the first colon
   // must not look like an identifier, or MXNet takes it for the name of an error type.
-  const std::string context = message.find("'" + name + "'") == std::string::npos
-                                  ? "tutti allreduce '" + name + "' failed: "
+  const std::string context = message.find("'" + request->name + "'") == std::string::npos
+                                  ? "tutti allreduce '" + request->name + "' failed: "
                                   : "tutti allreduce failed: ";
-  const dmlc::Error error(context + message);
+  *request->error = context + message;
+  const mxnet::engine::CallbackOnComplete on_complete = request->on_complete;
+  const dmlc::Error error(*request->error);
   on_complete(&error);
 }
 
 // tutti_done_fn: runs on the core's background thread (exactly once per request).
 void OnCoreDone(void* user_data, tutti_status status, const char* message) {
   auto* request = static_cast<AllreduceRequest*>(user_data);
-  // Completing the operation lets the engine free the request: copy what we need first.
-  const mxnet::engine::CallbackOnComplete on_complete = request->on_complete;
-  if (status == TUTTI_OK) {
-    on_complete();
-  } else {
-    CompleteWithError(on_complete, request->name,
-                      message != nullptr ? message : "the core reported no reason");
+  if (status != TUTTI_OK) {
+    CompleteWithError(request, message != nullptr ? message : "the core reported no reason");
+    return;
   }
+  // Completing the operation lets the engine free the request: copy the callback first.
+  const mxnet::engine::CallbackOnComplete on_complete = request->on_complete;
+  on_complete();
 }
 
 // EngineAsyncFunc: runs on an engine worker thread when the arrays are ready.
@@ -80,7 +96,7 @@ void RunAllreduce(void* /*run_context*/, void* on_complete, void* param) {
   NDArrayView input;
   NDArrayView output;
   if (!input.Read(request->input, &error) || !output.Read(request->output, &error)) {
-    CompleteWithError(request->on_complete, request->name, error);
+    CompleteWithError(request, error);
     return;
   }
   // From here on the core may complete (and free) the request on its own thread.
@@ -89,7 +105,7 @@ void RunAllreduce(void* /*run_context*/, void* on_complete, void* param) {
       request->postscale, &OnCoreDone, request);
   if (status != TUTTI_OK) {
     // The core did not take the request, so it will not call OnCoreDone.
-    CompleteWithError(request->on_complete, request->name, tutti_last_error());
+    CompleteWithError(request, tutti_last_error());
   }
 }
 
@@ -124,6 +140,7 @@ extern "C" int tutti_mxnet_allreduce_async(NDArrayHandle input, NDArrayHandle ou
     DeleteRequest(request);
     return Fail("cannot reference the output NDArray: " + message);
   }
+  const std::shared_ptr<const std::string> error = request->error;
 
   // The core works on host memory, so the operation always runs on a CPU worker. An
   // in-place request only mutates its array: the engine rejects a variable that is both
@@ -138,6 +155,8 @@ extern "C" int tutti_mxnet_allreduce_async(NDArrayHandle input, NDArrayHandle ou
                                          /*prop_handle=*/nullptr, priority,
                                          "TuttiAllreduce", /*wait=*/false);
   if (pushed != 0) return Fail(std::string("MXNet refused the operation: ") + MXGetLastError());
+  // A synchronous engine has already completed the operation and forgotten its error.
+  if (EngineIsSynchronous() && !error->empty()) return Fail(*error);
   return 0;
 }
 

@@ -3,13 +3,25 @@ scale factors, checked on every rank against a numpy reference.
 
 Every rank can compute every other rank's input (seeded by case and rank), so each rank
 checks the full result itself. Prints one summary line per rank; exits 1 on any mismatch.
+With --torch-first, torch is imported before tutti.
 """
 
 import sys
 
+if "--torch-first" in sys.argv:
+    # torch exports its own, newer Gloo; with TORCH_USE_RTLD_GLOBAL=1 its symbols are global
+    # before the core (which links the system's Gloo) is loaded.
+    import torch  # noqa: F401
+
 import numpy as np
 
 import tutti.numpy as hvd
+
+
+def say(line):
+    """Prints one line with a single write, so lines of different ranks never interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 try:
     import ml_dtypes
@@ -163,9 +175,9 @@ def main():
         check.allreduce("scale.sum.bfloat16", "bfloat16", hvd.Sum, (6,), 2002, 3.0, 0.5)
     hvd.shutdown()
     for failure in check.failures:
-        print("rank %d: FAIL %s" % (check.rank, failure), flush=True)
-    print("rank %d/%d: %d cases ok, %d failed" % (
-        check.rank, check.size, check.passed, len(check.failures)), flush=True)
+        say("rank %d: FAIL %s" % (check.rank, failure))
+    say("rank %d/%d: %d cases ok, %d failed" % (
+        check.rank, check.size, check.passed, len(check.failures)))
     return 1 if check.failures else 0
 
 

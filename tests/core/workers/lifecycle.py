@@ -14,6 +14,12 @@ import numpy as np
 import tutti.numpy as hvd
 
 
+def say(line):
+    """Prints one line with a single write, so lines of different ranks never interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def expect(error, function, *args, **kwargs):
     try:
         function(*args, **kwargs)
@@ -28,16 +34,16 @@ def before_init():
     assert hvd.background_thread_id() == 0
     for function in (hvd.rank, hvd.size, hvd.local_rank, hvd.local_size,
                      hvd.cross_rank, hvd.cross_size):
-        print("%s: %s" % (function.__name__, expect(hvd.NotInitializedError, function)))
+        say("%s: %s" % (function.__name__, expect(hvd.NotInitializedError, function)))
     message = expect(hvd.NotInitializedError, hvd.allreduce, np.ones(3), name="x")
-    print("allreduce: %s" % message)
+    say("allreduce: %s" % message)
 
 
 def init_error():
     try:
         hvd.init()
     except hvd.TuttiError as exc:
-        print("ERROR %s: %s" % (type(exc).__name__, exc))
+        say("ERROR %s: %s" % (type(exc).__name__, exc))
         assert not hvd.is_initialized()
         return
     raise AssertionError("init() succeeded")
@@ -56,10 +62,10 @@ def restart():
         controller = hvd.controller()
         hvd.shutdown()
         assert not hvd.is_initialized()
-        print("after shutdown: %s" % expect(hvd.NotInitializedError, hvd.rank))
-        print("allreduce after shutdown: %s" % expect(
+        say("after shutdown: %s" % expect(hvd.NotInitializedError, hvd.rank))
+        say("allreduce after shutdown: %s" % expect(
             hvd.NotInitializedError, hvd.allreduce, np.ones(2), name="late"))
-        print("round %d ok: rank %d/%d controller %s" % (round_number, rank, size, controller))
+        say("round %d ok: rank %d/%d controller %s" % (round_number, rank, size, controller))
     hvd.shutdown()  # shutting down twice is harmless
 
 
@@ -76,18 +82,18 @@ def single():
         assert np.array_equal(hvd.allreduce(x, op=op), x), op
     assert np.array_equal(hvd.allreduce(x, op=hvd.Sum, postscale_factor=2.0), 2 * x)
     # Bad arguments are refused with a message that names the problem.
-    print("dtype: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, np.ones(2, np.complex64)))
-    print("op: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, x, op=7))
-    print("in place: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce_, x[:, ::2]))
-    print("name: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, x, name=""))
-    print("scale: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, x,
+    say("dtype: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, np.ones(2, np.complex64)))
+    say("op: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, x, op=7))
+    say("in place: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce_, x[:, ::2]))
+    say("name: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, x, name=""))
+    say("scale: %s" % expect(hvd.InvalidArgumentError, hvd.allreduce, x,
                                prescale_factor=float("nan")))
     # Lists and other array-likes work out of place.
     assert np.array_equal(hvd.allreduce([1.0, 2.0], op=hvd.Sum), [1.0, 2.0])
     handle = hvd.allreduce_async(x, op=hvd.Max, name="async")
     assert np.array_equal(hvd.synchronize(handle, timeout=30), x)
     assert hvd.poll(handle)
-    print("single ok: built mpi=%s gloo=%s nccl=%s cuda=%s" % (
+    say("single ok: built mpi=%s gloo=%s nccl=%s cuda=%s" % (
         hvd.mpi_built(), hvd.gloo_built(), hvd.nccl_built(), hvd.cuda_built()))
 
 

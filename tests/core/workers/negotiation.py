@@ -18,6 +18,12 @@ import numpy as np
 import tutti.numpy as hvd
 
 
+def say(line):
+    """Prints one line with a single write, so lines of different ranks never interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def order(rank, size):
     names = ["tensor.%d" % i for i in range(12)]
     # Rank 0 forward, rank 1 backward, others a rank-seeded shuffle.
@@ -35,16 +41,16 @@ def order(rank, size):
         got = hvd.synchronize(handles[name], timeout=60)
         expected = sum(float(r + index) for r in range(size))
         assert np.array_equal(got, np.full((index + 1, 3), expected, np.float32)), (name, got)
-    print("rank %d: order %s ok" % (rank, ",".join(n.split(".")[1] for n in submitted)))
+    say("rank %d: order %s ok" % (rank, ",".join(n.split(".")[1] for n in submitted)))
 
 
 def report(rank, function):
     try:
         function()
     except hvd.TuttiError as exc:
-        print("rank %d: %s: %s" % (rank, type(exc).__name__, exc), flush=True)
+        say("rank %d: %s: %s" % (rank, type(exc).__name__, exc))
         return
-    print("rank %d: no error" % rank, flush=True)
+    say("rank %d: no error" % rank)
 
 
 def shape(rank, size):
@@ -80,7 +86,7 @@ def main(scenario):
         scenario](rank, size)
     got = hvd.allreduce(np.full(2, rank, np.int32), op=hvd.Sum, name="after")
     assert np.array_equal(got, np.full(2, sum(range(size)), np.int32)), got
-    print("rank %d: recovered" % rank, flush=True)
+    say("rank %d: recovered" % rank)
     hvd.shutdown()
 
 

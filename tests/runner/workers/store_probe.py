@@ -26,3 +26,10 @@ with socket.create_connection(address, timeout=10) as conn:
                                       b"probe/ok", b"x"))
     print("rank %s right secret: status=%d" % (rank, conn.recv(5)[0]))
 print("rank %s store address: %s" % (rank, address[0]))
+if address[0] != "127.0.0.1" and env.get("TUTTI_CROSS_RANK") == "0":
+    # On the launcher's host: the store must not answer on loopback when it serves a network.
+    try:
+        socket.create_connection(("127.0.0.1", address[1]), timeout=5).close()
+        print("rank %s loopback: open" % rank)
+    except ConnectionRefusedError:
+        print("rank %s loopback: refused" % rank)

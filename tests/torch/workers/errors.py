@@ -1,6 +1,7 @@
 """Failures on 2 ranks: requests the ranks disagree about, reductions the core refuses,
 a name reused while in flight, unsupported tensors; the job must keep working after each.
-Also checks that waiting for a request lets other Python threads run.
+Also checks that waiting for a request lets other Python threads run, and that a request
+still pending at shutdown fails.
 
 Prints one line per check ("ok <label>: <message>" or "FAIL <label>: ..."); exits 1 on a failure.
 """
@@ -16,8 +17,11 @@ import tutti.torch as hvd
 failures = []
 
 
+RANK = []  # this process's rank, kept for reports made after shutdown()
+
+
 def report(label, ok, detail):
-    print("rank %d: %s %s: %s" % (hvd.rank(), "ok" if ok else "FAIL", label, detail), flush=True)
+    print("rank %d: %s %s: %s" % (RANK[0], "ok" if ok else "FAIL", label, detail), flush=True)
     if not ok:
         failures.append(label)
 
@@ -112,6 +116,7 @@ def waiting_releases_the_gil():
 
 def main():
     hvd.init()
+    RANK.append(hvd.rank())
     ranks_disagree()
     refused_reductions()
     name_reused_in_flight()
@@ -121,8 +126,13 @@ def main():
     expect("synchronize_twice", hvd.InvalidArgumentError, lambda: hvd.synchronize(handle),
            str(handle))
     still_works("at_the_end")
+    # A request only rank 0 makes is pending at shutdown: it fails, it does not hang.
     rank = hvd.rank()
+    orphan = hvd.allreduce_async(torch.ones(2), name="orphan") if rank == 0 else None
     hvd.shutdown()
+    if orphan is not None:
+        expect("pending_at_shutdown", hvd.AbortedError, lambda: hvd.synchronize(orphan),
+               "shut down")
     print("rank %d: %d failures" % (rank, len(failures)), flush=True)
     return 1 if failures else 0
 

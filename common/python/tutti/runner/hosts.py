@@ -49,7 +49,10 @@ def _check_unique(hosts, where):
 
 
 def parse_hosts_argument(text):
-    """Parses -H: `host1:slots,host2:slots` (a host without `:slots` has one slot)."""
+    """Parses -H: `host1:slots,host2:slots` (a host without `:slots` has one slot).
+
+    Hosts are names or IPv4 addresses (an IPv6 address would be ambiguous with `:slots`).
+    """
     where = "-H %s" % text
     if not text or not text.strip():
         raise UsageError("-H needs at least one host, e.g. -H host1:2,host2:2")
@@ -139,7 +142,8 @@ def _is_own_address(address):
 
 def is_local(name, addresses):
     """Whether `name` (with its resolved `addresses`) is this machine."""
-    if name in ("localhost", socket.gethostname(), socket.getfqdn()):
+    # No getfqdn(): its reverse lookup can stall for seconds where DNS is broken.
+    if name in ("localhost", socket.gethostname()):
         return True
     return any(_is_own_address(address) for address in addresses)
 

@@ -78,6 +78,7 @@ def build_parser():
                     "tuttirun hosts the rendezvous store and starts the workers) or MPI "
                     "(tuttirun builds and runs mpirun).",
         argument_default=argparse.SUPPRESS,
+        allow_abbrev=False,
     )
     job = parser.add_argument_group("job")
     job.add_argument("-np", "--num-proc", dest="np", type=_checked(positive_int, "-np"),
@@ -115,7 +116,7 @@ def build_parser():
             core.add_argument(item.flag, action="store_true", help=help_text)
         else:
             core.add_argument(item.flag, type=_checked(item.kind, item.flag), help=help_text,
-                              metavar=item.flag.rsplit("-", 1)[-1].upper())
+                              metavar=item.metavar)
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
                         help="the program each rank runs, with its arguments")
     return parser

@@ -5,8 +5,10 @@ with the MPI rank exactly as tuttirun does in Gloo mode (`[1]<stdout>: text`), w
 OUTPUT_DIR/rank.<r>/{stdout,stderr} when --output-filename is given, passes SIGTERM,
 SIGINT and SIGHUP on to CMD and exits with CMD's exit code.
 
-CMD stays in the wrapper's process group, so that mpirun's daemon, which signals whole
-groups when it aborts a job, reaches it even if the wrapper itself is killed first.
+The wrapper leads its own process group and CMD stays in it, so that mpirun's daemon,
+which signals a rank's whole group when it aborts a job, reaches CMD and its children even
+if the wrapper itself is killed first. When CMD exits, whatever it left behind in the
+group is stopped too (its children would otherwise hold the output pipes open).
 """
 
 import argparse
@@ -17,6 +19,8 @@ import sys
 
 from . import sessions
 from .output import OutputSink
+
+_GRACE_SECONDS = 3.0
 
 # Rank variables of Open MPI, MPICH/Hydra (and Intel MPI), and PMIx launchers.
 _RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
@@ -43,6 +47,8 @@ def main(argv=None):
         sys.stderr.write("tutti rank_output: no MPI rank in the environment (%s); run me "
                          "under mpirun\n" % ", ".join(_RANK_VARIABLES))
         return 2
+    if os.getpgrp() != os.getpid():
+        os.setpgid(0, 0)
     try:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
@@ -62,6 +68,7 @@ def main(argv=None):
     sink.attach(rank, "stdout", child.stdout)
     sink.attach(rank, "stderr", child.stderr)
     returncode = child.wait()
+    sessions.stop_own_group(_GRACE_SECONDS)
     sink.join(timeout=5)
     return sessions.describe_exit(returncode)[0]
 

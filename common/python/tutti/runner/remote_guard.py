@@ -24,8 +24,26 @@ from . import sessions
 GRACE_SECONDS = 3.0
 
 
-def _read_secrets(stream):
-    line = stream.readline()
+_MAX_SECRETS_LINE = 64 * 1024
+
+
+def _read_line(fd):
+    """One line from `fd`, read unbuffered (byte by byte: nothing beyond it is consumed)."""
+    data = bytearray()
+    while len(data) < _MAX_SECRETS_LINE:
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        data += byte
+        if byte == b"\n":
+            break
+    return bytes(data)
+
+
+def _read_secrets(fd):
+    # Raw reads on the file descriptor: a daemon thread blocked in sys.stdin's buffered
+    # reader would abort the interpreter at exit.
+    line = _read_line(fd)
     if not line:
         return None
     try:
@@ -45,14 +63,17 @@ def main(argv=None):
     if not argv:
         sys.stderr.write("usage: python -m tutti.runner.remote_guard COMMAND [ARGS...]\n")
         return 2
-    stdin = sys.stdin.buffer
+    stdin = sys.stdin.fileno()
     secrets = _read_secrets(stdin)
     if secrets is None:
         return 128 + signal.SIGTERM  # stdin closed before the job even started
     stop = threading.Event()
 
     def watch_stdin():
-        while stdin.read(4096):
+        try:
+            while os.read(stdin, 4096):
+                pass
+        except OSError:
             pass
         stop.set()
 

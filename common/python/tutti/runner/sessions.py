@@ -19,26 +19,31 @@ def _proc_stat_fields(pid):
     return stat[stat.rfind(b")") + 2:].split()
 
 
-def members(session_ids):
-    """Live (non-zombie) processes of the given sessions: {session id: [pid, ...]}."""
+_SESSION_FIELD = 3
+_GROUP_FIELD = 2
+
+
+def members(session_ids, field=_SESSION_FIELD, exclude=()):
+    """Live (non-zombie) processes of the given sessions (or process groups, with
+    field=_GROUP_FIELD), except the pids in `exclude`: {id: [pid, ...]}."""
     wanted = set(session_ids)
     found = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) in exclude:
             continue
         try:
             fields = _proc_stat_fields(entry)
-            session = int(fields[3])
+            owner = int(fields[field])
         except (OSError, IndexError, ValueError):
             continue
-        if session in wanted and fields[0] != b"Z":
-            found.setdefault(session, []).append(int(entry))
+        if owner in wanted and fields[0] != b"Z":
+            found.setdefault(owner, []).append(int(entry))
     return found
 
 
-def _signal_sessions(session_ids, signum):
-    """Signals every member; returns the sessions that had members."""
-    found = members(session_ids)
+def _signal_members(ids, signum, field, exclude):
+    """Signals every member; returns the ids that had members."""
+    found = members(ids, field, exclude)
     for pids in found.values():
         for pid in pids:
             try:
@@ -48,21 +53,27 @@ def _signal_sessions(session_ids, signum):
     return list(found)
 
 
-def stop_sessions(session_ids, grace_seconds, poll_interval=0.05):
+def stop_sessions(session_ids, grace_seconds, poll_interval=0.05, field=_SESSION_FIELD,
+                  exclude=()):
     """SIGTERM every process of the sessions, SIGKILL what survives `grace_seconds`.
 
     Returns once the sessions are empty, or about one second after the SIGKILL.
     """
-    alive = _signal_sessions(session_ids, signal.SIGTERM)
+    alive = _signal_members(session_ids, signal.SIGTERM, field, exclude)
     deadline = time.monotonic() + grace_seconds
     while alive and time.monotonic() < deadline:
         time.sleep(poll_interval)
-        alive = list(members(alive))
+        alive = list(members(alive, field, exclude))
     deadline = time.monotonic() + 1.0
     while alive and time.monotonic() < deadline:
         # Repeat: a process may have forked between the scan and the signal.
-        alive = _signal_sessions(alive, signal.SIGKILL)
+        alive = _signal_members(alive, signal.SIGKILL, field, exclude)
         time.sleep(poll_interval)
+
+
+def stop_own_group(grace_seconds):
+    """Stops every other process of the caller's process group, the same way."""
+    stop_sessions([os.getpgrp()], grace_seconds, field=_GROUP_FIELD, exclude={os.getpid()})
 
 
 def describe_exit(returncode):

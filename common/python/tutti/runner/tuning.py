@@ -49,13 +49,18 @@ def log_level(text):
 
 # flag: the long option; variable: what it sets; kind: a converter, or None for an on/off
 # switch; to_env: the variable's text for a value (default: str, or "1" for a switch).
-Tuning = collections.namedtuple("Tuning", ["flag", "variable", "kind", "help", "to_env"])
+# metavar: how --help names the value.
+Tuning = collections.namedtuple("Tuning",
+                                ["flag", "variable", "kind", "help", "to_env", "metavar"])
+
+_METAVARS = {non_negative_int: "N", non_negative_float: "X", positive_float: "X",
+             log_level: "LEVEL", str: "VALUE"}
 
 
-def _tuning(flag, variable, kind, help, to_env=None):
+def _tuning(flag, variable, kind, help, to_env=None, metavar=None):
     if to_env is None:
         to_env = str if kind else (lambda on: "1")
-    return Tuning(flag, variable, kind, help, to_env)
+    return Tuning(flag, variable, kind, help, to_env, metavar or _METAVARS.get(kind))
 
 
 TUNINGS = [
@@ -73,13 +78,13 @@ TUNINGS = [
     _tuning("--hierarchical-allgather", "TUTTI_HIERARCHICAL_ALLGATHER", None,
             "gather within each host first, then across hosts"),
     _tuning("--timeline-filename", "TUTTI_TIMELINE", str,
-            "write a Chrome-trace timeline of the collectives to this file"),
+            "write a Chrome-trace timeline of the collectives to this file", metavar="FILE"),
     _tuning("--timeline-mark-cycles", "TUTTI_TIMELINE_MARK_CYCLES", None,
             "mark negotiation cycles in the timeline"),
     _tuning("--autotune", "TUTTI_AUTOTUNE", None,
             "tune fusion threshold and cycle time while training"),
     _tuning("--autotune-log-file", "TUTTI_AUTOTUNE_LOG", str,
-            "CSV file that records every autotuning sample"),
+            "CSV file that records every autotuning sample", metavar="FILE"),
     _tuning("--autotune-warmup-samples", "TUTTI_AUTOTUNE_WARMUP_SAMPLES", non_negative_int,
             "samples discarded before autotuning starts"),
     _tuning("--autotune-steps-per-sample", "TUTTI_AUTOTUNE_STEPS_PER_SAMPLE", non_negative_int,
@@ -103,7 +108,7 @@ TUNINGS = [
     _tuning("--mpi-threads-disable", "TUTTI_MPI_THREADS_DISABLE", None,
             "initialise MPI without MPI_THREAD_MULTIPLE"),
     _tuning("--thread-affinity", "TUTTI_THREAD_AFFINITY", str,
-            "CPU list for the core's background thread"),
+            "CPU list for the core's background thread", metavar="CPUS"),
     _tuning("--num-nccl-streams", "TUTTI_NUM_NCCL_STREAMS", non_negative_int,
             "CUDA streams used by NCCL operations"),
 ]

@@ -60,7 +60,8 @@ def _request_args(tensor, name, op, prescale_factor, postscale_factor):
         raise TypeError("expected a torch.Tensor, got %s" % type(tensor).__name__)
     if name is not None and not isinstance(name, str):
         raise TypeError("name must be a str or None, got %s" % type(name).__name__)
-    for label, factor in (("prescale_factor", prescale_factor), ("postscale_factor", postscale_factor)):
+    factors = {"prescale_factor": prescale_factor, "postscale_factor": postscale_factor}
+    for label, factor in factors.items():
         if not isinstance(factor, numbers.Real):
             raise TypeError("%s must be a real number, got %r" % (label, factor))
     return (tensor, name or "", int(op), float(prescale_factor), float(postscale_factor))

@@ -1,0 +1,130 @@
+#include "negotiation.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tutti {
+namespace {
+
+RequestMeta Allreduce(const std::string& name, tutti_dtype dtype = TUTTI_FLOAT32,
+                      std::vector<int64_t> shape = {4}) {
+  RequestMeta m;
+  m.name = name;
+  m.dtype = dtype;
+  m.shape = shape;
+  return m;
+}
+
+std::vector<std::string> Names(const std::vector<Response>& responses) {
+  std::vector<std::string> names;
+  for (const Response& r : responses) {
+    for (const std::string& n : r.names) names.push_back(n);
+  }
+  return names;
+}
+
+TEST(NegotiationTest, ReadyOnlyWhenEveryRankSubmitted) {
+  Coordinator c(3);
+  c.Submit(0, Allreduce("a"));
+  c.Submit(2, Allreduce("a"));
+  EXPECT_TRUE(c.TakeReady().empty());
+  EXPECT_EQ(c.pending(), 1u);
+  c.Submit(1, Allreduce("a"));
+  std::vector<Response> ready = c.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].kind, Response::Kind::kExecute);
+  EXPECT_EQ(ready[0].names, std::vector<std::string>{"a"});
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_TRUE(c.TakeReady().empty());
+}
+
+TEST(NegotiationTest, DifferentSubmissionOrdersGiveOneOrder) {
+  Coordinator c(2);
+  // Rank 0 submits a, b, c; rank 1 submits c, a, b (across two cycles).
+  c.Submit(0, Allreduce("a"));
+  c.Submit(0, Allreduce("b"));
+  c.Submit(0, Allreduce("c"));
+  c.Submit(1, Allreduce("c"));
+  EXPECT_EQ(Names(c.TakeReady()), std::vector<std::string>{"c"});
+  c.Submit(1, Allreduce("b"));
+  c.Submit(1, Allreduce("a"));
+  // Order in which they became complete on the coordinator.
+  EXPECT_EQ(Names(c.TakeReady()), (std::vector<std::string>{"b", "a"}));
+}
+
+TEST(NegotiationTest, NameCanBeReusedAfterCompletion) {
+  Coordinator c(2);
+  for (int round = 0; round < 3; ++round) {
+    c.Submit(1, Allreduce("grad"));
+    c.Submit(0, Allreduce("grad"));
+    EXPECT_EQ(Names(c.TakeReady()), std::vector<std::string>{"grad"});
+  }
+}
+
+TEST(NegotiationTest, MismatchNamesTensorRanksAndField) {
+  Coordinator c(3);
+  c.Submit(0, Allreduce("layer1/weight", TUTTI_FLOAT32, {4, 4}));
+  c.Submit(1, Allreduce("layer1/weight", TUTTI_FLOAT16, {4, 4}));
+  c.Submit(2, Allreduce("layer1/weight", TUTTI_FLOAT32, {4, 5}));
+  std::vector<Response> ready = c.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].kind, Response::Kind::kError);
+  const std::string& e = ready[0].error;
+  EXPECT_NE(e.find("allreduce of tensor 'layer1/weight'"), std::string::npos) << e;
+  EXPECT_NE(e.find("dtype differs: float32 on ranks 0, 2; float16 on rank 1"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("shape differs: [4, 4] on ranks 0, 1; [4, 5] on rank 2"), std::string::npos)
+      << e;
+}
+
+TEST(NegotiationTest, MismatchOfOpAndScaleFactors) {
+  Coordinator c(2);
+  RequestMeta a = Allreduce("t"), b = Allreduce("t");
+  b.reduce_op = TUTTI_REDUCE_MAX;
+  b.prescale = 0.5;
+  b.postscale = 2;
+  c.Submit(0, a);
+  c.Submit(1, b);
+  std::vector<Response> ready = c.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);
+  const std::string& e = ready[0].error;
+  EXPECT_NE(e.find("reduce op differs: sum on rank 0; max on rank 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("prescale differs: 1 on rank 0; 0.5 on rank 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("postscale differs: 1 on rank 0; 2 on rank 1"), std::string::npos) << e;
+}
+
+TEST(NegotiationTest, AgreeingRequestsHaveNoMismatch) {
+  EXPECT_EQ(DescribeMismatch({Allreduce("x"), Allreduce("x"), Allreduce("x")}), "");
+}
+
+TEST(NegotiationTest, DuplicateSubmissionFailsTheName) {
+  Coordinator c(2);
+  c.Submit(0, Allreduce("d"));
+  c.Submit(0, Allreduce("d"));
+  c.Submit(1, Allreduce("d"));
+  std::vector<Response> ready = c.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].kind, Response::Kind::kError);
+  EXPECT_NE(ready[0].error.find("rank 0 submitted it twice"), std::string::npos);
+}
+
+TEST(NegotiationTest, StalledListsMissingRanks) {
+  Coordinator c(4);
+  c.Submit(0, Allreduce("slow"));
+  c.Submit(2, Allreduce("slow"));
+  std::vector<std::string> stalled = c.Stalled(std::chrono::seconds(0));
+  ASSERT_EQ(stalled.size(), 1u);
+  EXPECT_EQ(stalled[0], "'slow' (missing ranks 1, 3)");
+  EXPECT_TRUE(c.Stalled(std::chrono::hours(1)).empty());
+}
+
+TEST(NegotiationTest, SingleRank) {
+  Coordinator c(1);
+  c.Submit(0, Allreduce("solo"));
+  EXPECT_EQ(Names(c.TakeReady()), std::vector<std::string>{"solo"});
+}
+
+}  // namespace
+}  // namespace tutti
