@@ -67,7 +67,7 @@ class BuildCore(build_ext):
                 "-Wl,-Bsymbolic",
                 "-Wl,-z,now",
                 "-Wl,--no-undefined",
-                "-Wl,--version-script=" + os.path.join("src", "exports.map"),
+                "-Wl,--version-script=" + os.path.join("src", "exports.lds"),
             ],
             library_dirs=mpi["library_dirs"],
             libraries=["mpi", "gloo", "pthread", "dl"],
@@ -83,7 +83,8 @@ class BuildPy(build_py):
         super().run()
         target = os.path.join(self.build_lib, "tutti", "common", "include", "tutti")
         os.makedirs(target, exist_ok=True)
-        shutil.copyfile(os.path.join("include", "tutti", "c_api.h"), os.path.join(target, "c_api.h"))
+        header = os.path.join("include", "tutti", "c_api.h")
+        shutil.copyfile(header, os.path.join(target, "c_api.h"))
 
 
 def _long_description():

@@ -15,8 +15,18 @@
 namespace tutti {
 namespace {
 
-const char* const kShutDownMessage =
-    "tutti was shut down (by this process or a peer) before the request ran";
+const char* const kShutDownMessage = "tutti was shut down before the request ran";
+
+// Why requests still pending on `my_rank` were failed when `ranks` asked to stop.
+std::string ShutdownMessage(const std::vector<int32_t>& ranks, int my_rank) {
+  for (int32_t r : ranks) {
+    if (r == my_rank) return kShutDownMessage;
+  }
+  std::string list;
+  for (int32_t r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  return std::string("tutti was shut down by rank") + (ranks.size() > 1 ? "s " : " ") + list +
+         " (it called shutdown() or exited) before the request ran";
+}
 
 // How long a request may wait for other ranks before rank 0 warns about it.
 const std::chrono::seconds kStallWarningAge(60);
@@ -125,7 +135,7 @@ bool Context::RunCycle(Status* reason) {
       for (const RequestMeta& request : list.requests) {
         coordinator_.Submit(static_cast<int>(rank), request);
       }
-      responses.shutdown = responses.shutdown || list.shutdown;
+      if (list.shutdown) responses.shutdown_ranks.push_back(static_cast<int32_t>(rank));
     }
     responses.responses = coordinator_.TakeReady();
     response_bytes = SerializeResponseList(responses);
@@ -140,7 +150,9 @@ bool Context::RunCycle(Status* reason) {
     return false;
   }
   for (const Response& response : responses.responses) Execute(response);
-  return !responses.shutdown;
+  if (responses.shutdown_ranks.empty()) return true;
+  *reason = Status::Aborted(ShutdownMessage(responses.shutdown_ranks, controller_->topology().rank));
+  return false;
 }
 
 void Context::WarnAboutStalls() {

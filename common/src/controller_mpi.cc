@@ -80,6 +80,7 @@ class MpiController : public Controller {
   explicit MpiController(double timeout_seconds) : timeout_seconds_(timeout_seconds) {}
 
   ~MpiController() override {
+    if (Finalized()) return;  // the application finalized MPI; its objects are gone
     for (auto& item : user_ops_) MPI_Op_free(&item.second);
     for (MPI_Comm* comm : {&cross_, &local_, &world_}) {
       if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
@@ -110,6 +111,7 @@ class MpiController : public Controller {
   const Topology& topology() const override { return topology_; }
 
   Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) override {
+    if (Finalized()) return FinalizedError();
     const bool root = topology_.rank == 0;
     int length = static_cast<int>(mine.size());
     std::vector<int> lengths(root ? topology_.size : 0);
@@ -138,6 +140,7 @@ class MpiController : public Controller {
   }
 
   Status BroadcastFromRoot(std::string* bytes) override {
+    if (Finalized()) return FinalizedError();
     uint64_t length = bytes->size();
     MPI_Request request;
     Status s = MpiCall(MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, world_, &request), "MPI_Ibcast");
@@ -150,6 +153,7 @@ class MpiController : public Controller {
   }
 
   Status Allreduce(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op) override {
+    if (Finalized()) return FinalizedError();
     MPI_Datatype datatype = StorageDatatype(dtype);
     MPI_Op mpi_op = BuiltinOp(dtype, op);
     if (mpi_op == MPI_OP_NULL) {
@@ -171,6 +175,16 @@ class MpiController : public Controller {
   }
 
  private:
+  static bool Finalized() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    return finalized != 0;
+  }
+  static Status FinalizedError() {
+    return Status::Aborted(
+        "MPI was finalized while tutti was running: call tutti's shutdown() before MPI_Finalize");
+  }
+
   Status UserOp(tutti_dtype dtype, tutti_reduce_op op, MPI_Op* result) {
     auto key = std::make_pair(static_cast<int>(dtype), static_cast<int>(op));
     auto it = user_ops_.find(key);

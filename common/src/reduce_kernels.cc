@@ -23,10 +23,12 @@ T RoundToInteger(double value) {
 template <typename Kind, typename Storage>
 struct Scaler {
   static Storage Apply(Storage x, double factor, int divisor) {
-    if (std::is_integral<Storage>::value) {
-      return RoundToInteger<Storage>(static_cast<double>(x) * factor / divisor);
+    const double scaled = static_cast<double>(x) * factor / divisor;
+    if constexpr (std::is_integral<Storage>::value) {
+      return RoundToInteger<Storage>(scaled);
+    } else {
+      return static_cast<Storage>(scaled);
     }
-    return static_cast<Storage>(static_cast<double>(x) * factor / divisor);
   }
 };
 template <>

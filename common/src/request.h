@@ -47,7 +47,8 @@ struct Response {
 // The coordinator's answer for one cycle; every rank executes it in order.
 struct ResponseList {
   std::vector<Response> responses;
-  bool shutdown = false;  // some rank asked to stop: every rank leaves its loop after this
+  // Ranks that asked to stop. When not empty, every rank leaves its loop after this cycle.
+  std::vector<int32_t> shutdown_ranks;
 };
 
 }  // namespace tutti

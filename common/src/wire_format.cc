@@ -142,7 +142,8 @@ Status ParseRequestList(const std::string& bytes, RequestList* list) {
 std::string SerializeResponseList(const ResponseList& list) {
   Writer w;
   w.U8(kWireVersion);
-  w.U8(list.shutdown ? 1 : 0);
+  w.U32(static_cast<uint32_t>(list.shutdown_ranks.size()));
+  for (int32_t rank : list.shutdown_ranks) w.U32(static_cast<uint32_t>(rank));
   w.U32(static_cast<uint32_t>(list.responses.size()));
   for (const Response& resp : list.responses) {
     w.U8(static_cast<uint8_t>(resp.kind));
@@ -156,12 +157,18 @@ std::string SerializeResponseList(const ResponseList& list) {
 
 Status ParseResponseList(const std::string& bytes, ResponseList* list) {
   Reader r(bytes);
-  uint8_t version, shutdown;
+  uint8_t version;
   uint32_t count;
   if (!r.U8(&version) || version != kWireVersion) return Corrupt("response version");
-  if (!r.U8(&shutdown) || !r.Count(4, &count)) return Corrupt("response header");
   ResponseList result;
-  result.shutdown = shutdown != 0;
+  if (!r.Count(4, &count)) return Corrupt("response header");
+  result.shutdown_ranks.resize(count);
+  for (int32_t& rank : result.shutdown_ranks) {
+    uint32_t v;
+    if (!r.U32(&v)) return Corrupt("shutdown ranks");
+    rank = static_cast<int32_t>(v);
+  }
+  if (!r.Count(4, &count)) return Corrupt("response header");
   result.responses.resize(count);
   for (Response& resp : result.responses) {
     uint8_t kind, collective;

@@ -39,9 +39,10 @@ TEST(WireFormatTest, ResponseListRoundTrip) {
   error.names = {"c"};
   error.error = "ranks disagree";
   list.responses = {ok, error};
+  list.shutdown_ranks = {1, 3};
   ResponseList parsed;
   ASSERT_TRUE(ParseResponseList(SerializeResponseList(list), &parsed).ok());
-  EXPECT_FALSE(parsed.shutdown);
+  EXPECT_EQ(parsed.shutdown_ranks, (std::vector<int32_t>{1, 3}));
   ASSERT_EQ(parsed.responses.size(), 2u);
   EXPECT_EQ(parsed.responses[0].names, ok.names);
   EXPECT_EQ(parsed.responses[1].kind, Response::Kind::kError);

@@ -159,5 +159,3 @@ extern "C" int tutti_mxnet_allreduce_async(NDArrayHandle input, NDArrayHandle ou
   if (EngineIsSynchronous() && !error->empty()) return Fail(*error);
   return 0;
 }
-
-extern "C" int tutti_mxnet_dtype(int mxnet_dtype) { return tutti_mxnet::TuttiDtype(mxnet_dtype); }

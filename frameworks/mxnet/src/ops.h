@@ -31,9 +31,6 @@ TUTTI_MXNET_EXPORT int tutti_mxnet_allreduce_async(NDArrayHandle input, NDArrayH
 /* Message of the last failed call made on this thread (never NULL). */
 TUTTI_MXNET_EXPORT const char* tutti_mxnet_last_error(void);
 
-/* The tutti_dtype code for an MXNet (mshadow) dtype code, or -1 if the core has none. */
-TUTTI_MXNET_EXPORT int tutti_mxnet_dtype(int mxnet_dtype);
-
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -128,6 +128,11 @@ def main():
     dropped = hvd.allreduce(mx.nd.ones((1000,)) * (rank + 1), op=hvd.Sum, name="temporary")
     np.testing.assert_array_equal(dropped.asnumpy(), np.full(1000, 3.0))
 
+    # MXNet's numpy interface: the result has the caller's array type.
+    numpy_style = hvd.allreduce(mx.np.full((2, 2), rank + 1.0), op=hvd.Sum, name="mx.np")
+    assert isinstance(numpy_style, mx.np.ndarray), type(numpy_style)
+    np.testing.assert_array_equal(numpy_style.asnumpy(), np.full((2, 2), 3.0))
+
     print("rank %d: %d allreduce cases passed" % (rank, len(pending)), flush=True)
     hvd.shutdown()
     return 0

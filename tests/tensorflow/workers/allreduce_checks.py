@@ -199,8 +199,13 @@ def check_api_details():
     want = np.zeros((3, 2))
     want[[0, 2]] = total.reshape(2, 2)
     check(np.array_equal(dense, want), "IndexedSlices: %s vs %s" % (dense, want))
-    # A scalar, and a collective whose result is unused inside tf.function still runs.
+    # A scalar, empty tensors, a 16 MB tensor.
     check(float(hvd.allreduce(tf.constant(1.0), op=hvd.Sum)) == size, "scalar")
+    empty = hvd.allreduce(tf.zeros([2, 0, 3], tf.int32), op=hvd.Sum)
+    check(tuple(empty.shape) == (2, 0, 3), "empty tensor: shape %s" % empty.shape)
+    large = hvd.allreduce(tf.fill([1 << 22], float(hvd.rank() + 1)), op=hvd.Sum).numpy()
+    check(np.all(large == size * (size + 1) / 2), "16 MB tensor: %s" % large[:4])
+    # A collective whose result is unused inside tf.function still runs.
     sink = tf.Variable(0.0)
 
     @tf.function

@@ -2,8 +2,9 @@
 
 The core is one shared library per process, found next to this file. It is loaded with
 RTLD_LOCAL: it links the system's Gloo, whose symbols must stay invisible to other
-libraries in the process (torch exports its own, incompatible Gloo). Framework plugins
-reach the same loaded copy through their DT_NEEDED entry on the soname libtutti_core.so.1.
+libraries in the process (torch exports its own, incompatible Gloo), and RTLD_DEEPBIND, so
+that torch's Gloo cannot interpose on it either. Framework plugins reach the same loaded
+copy through their DT_NEEDED entry on the soname libtutti_core.so.1.
 """
 
 import ctypes
@@ -76,11 +77,15 @@ def _load():
     if not os.path.exists(path):
         raise ImportError(
             "the tutti core library is missing: %s does not exist. Install tutti-core "
-            "with `pip install ./common` from the tutti source tree, or build it in place "
-            "with `bazel build //common:python/tutti/common/libtutti_core.so`." % path
+            "with `pip install ./common` from the tutti source tree; to use the source "
+            "tree itself, build it in place: `cd common && python setup.py build_ext "
+            "--inplace`." % path
         )
     try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL)
+        # RTLD_DEEPBIND: the core and the libraries loaded with it (the system's Gloo) look
+        # up symbols among themselves first, even when torch was loaded RTLD_GLOBAL
+        # (TORCH_USE_RTLD_GLOBAL=1) and exports gloo:: symbols of its own.
+        lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_DEEPBIND)
     except OSError as exc:
         raise ImportError("cannot load the tutti core library %s: %s" % (path, exc)) from exc
     for name, (restype, argtypes) in _SIGNATURES.items():
@@ -99,7 +104,8 @@ def _load():
         raise ImportError(
             "the tutti core library %s has C API version %d but this tutti.common package "
             "expects version %d; reinstall tutti-core (`pip install ./common`) so that the "
-            "library and the Python package come from the same source" % (path, found, C_API_VERSION)
+            "library and the Python package come from the same source"
+            % (path, found, C_API_VERSION)
         )
     return lib
 

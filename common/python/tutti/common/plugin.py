@@ -120,7 +120,8 @@ def load_native_library(package_dir, lib_name, framework, running_version, loade
         raise ImportError(
             "%s is not built: %s does not exist. Build and install it with `pip install "
             "--no-build-isolation ./frameworks/%s` from the tutti source tree (after "
-            "`pip install ./common`), or with Bazel (`bazel build //frameworks/%s/...`)."
+            "`pip install ./common`); to use the source tree itself, build it in place: "
+            "`cd frameworks/%s && python setup.py build_ext --inplace`."
             % (module, missing, framework, framework)
         )
     try:

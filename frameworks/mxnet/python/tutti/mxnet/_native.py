@@ -24,7 +24,6 @@ _SIGNATURES = {
         ],
     ),
     "tutti_mxnet_last_error": (ctypes.c_char_p, []),
-    "tutti_mxnet_dtype": (ctypes.c_int, [ctypes.c_int]),
 }
 
 

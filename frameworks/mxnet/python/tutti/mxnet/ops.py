@@ -133,6 +133,8 @@ def allreduce(
     _check_initialized("allreduce")
     name = _request_name(name, "allreduce")
     output = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
+    if isinstance(tensor, mx.np.ndarray):  # answer in the caller's array interface
+        output = output.as_np_ndarray()
     _push_allreduce(tensor, output, name, op, prescale_factor, postscale_factor, priority)
     return output
 
