@@ -50,7 +50,7 @@ cc_library(
 def _local_env_impl(ctx):
     workspace = ctx.path(Label("//:WORKSPACE")).dirname
     python = _python_interpreter(ctx, workspace)
-    script = ctx.path(Label("//common/python:tutti/common/build_flags.py"))
+    script = ctx.path(Label("//common:python/tutti/common/build_flags.py"))
     result = ctx.execute([python, script] + _FRAMEWORKS + ["mpi", "python"], quiet = True, timeout = 300)
     if result.return_code != 0:
         fail("local_env: %s failed:\n%s" % (script, result.stderr))

@@ -123,6 +123,12 @@ def check_broadcast(rank, size):
         pass
     else:
         raise AssertionError("root_rank out of range was accepted")
+    try:
+        hvd.broadcast_parameters(build_model().collect_params())
+    except RuntimeError as exc:
+        assert "net.initialize()" in str(exc), str(exc)
+    else:
+        raise AssertionError("a model that was never initialised was accepted")
 
 
 def main():

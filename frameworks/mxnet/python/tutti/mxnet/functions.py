@@ -50,7 +50,7 @@ def broadcast_parameters(params, root_rank=0, prefix=None):
     size = basics.size()
     if not isinstance(root_rank, int) or not 0 <= root_rank < size:
         raise ValueError("root_rank must be a rank between 0 and %d, got %r" % (size - 1, root_rank))
-    if isinstance(params, mx.gluon.ParameterDict) or isinstance(params, dict):
+    if isinstance(params, (mx.gluon.ParameterDict, dict)):
         items = sorted(params.items())
     else:
         raise TypeError(
@@ -60,15 +60,17 @@ def broadcast_parameters(params, root_rank=0, prefix=None):
     prefix = prefix or ""
     for key, value in items:
         name = "%sbroadcast.%s" % (prefix, key)
-        if isinstance(value, mx.gluon.Parameter):
-            try:
-                _broadcast_parameter(value, root_rank, name)
-            except mx.gluon.parameter.DeferredInitializationError:
-                _broadcast_when_initialized(value, root_rank, name)
-            except RuntimeError as exc:
-                raise RuntimeError(
-                    "broadcast_parameters: parameter %r cannot be read (%s); initialize the "
-                    "model (net.initialize()) before broadcasting it" % (key, exc)
-                ) from exc
-        else:
+        if not isinstance(value, mx.gluon.Parameter):
             _broadcast_(value, root_rank, name)
+            continue
+        try:
+            value.list_data()
+        except mx.gluon.parameter.DeferredInitializationError:
+            _broadcast_when_initialized(value, root_rank, name)
+            continue
+        except RuntimeError as exc:  # Gluon's error for a parameter never initialised
+            raise RuntimeError(
+                "broadcast_parameters: parameter %r has no value (%s); initialize the model "
+                "(net.initialize()) before broadcasting it" % (key, exc)
+            ) from exc
+        _broadcast_parameter(value, root_rank, name)

@@ -1,0 +1,53 @@
+"""tutti.torch collectives on real processes: 2 ranks under MPI (mpirun) and Gloo
+(tuttirun), and one process without a launcher."""
+
+import os
+import sys
+
+import pytest
+
+import launch
+
+CONTROLLERS = ["mpi", "gloo"]
+EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                       "frameworks", "torch", "examples", "allreduce_smoke.py")
+
+
+def _assert_ok(result, *expected_lines):
+    assert result.returncode == 0, launch.describe(result)
+    for line in expected_lines:
+        assert line in result.stdout, launch.describe(result)
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_allreduce_matrix_two_ranks(controller):
+    result = launch.run_ranks(
+        2, [sys.executable, launch.worker("workers/allreduce_matrix.py")], controller, timeout=240)
+    _assert_ok(result, "rank 0/2:", "rank 1/2:", " 0 failed")
+    assert "FAIL" not in result.stdout, launch.describe(result)
+
+
+def test_allreduce_matrix_single_process():
+    result = launch.run([sys.executable, launch.worker("workers/allreduce_matrix.py")])
+    _assert_ok(result, "rank 0/1:", " 0 failed")
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_errors_surface_as_exceptions(controller):
+    result = launch.run_ranks(
+        2, [sys.executable, launch.worker("workers/errors.py")], controller, timeout=120)
+    _assert_ok(result, "rank 0: 0 failures", "rank 1: 0 failures",
+               "ok dtype_mismatch", "ok gil_released_while_waiting",
+               "ok pending_at_shutdown")
+
+
+def test_lifecycle_and_errors_before_init():
+    result = launch.run([sys.executable, launch.worker("workers/lifecycle.py")])
+    _assert_ok(result, "lifecycle ok")
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_example(controller):
+    result = launch.run_ranks(2, [sys.executable, EXAMPLE], controller)
+    _assert_ok(result, "rank 0/2 (%s)" % controller, "rank 1/2 (%s)" % controller)
+    assert "WRONG" not in result.stdout, launch.describe(result)
