@@ -23,6 +23,8 @@ def pytest_test(name, srcs, deps = [], data = [], size = "medium", tags = [], en
         size = size,
         tags = tags,
         env = env,
+        # tutti is a namespace package: Bazel must not invent tutti/__init__.py files.
+        legacy_create_init = False,
         python_version = "PY3",
         srcs_version = "PY3",
         **kwargs

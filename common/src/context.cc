@@ -55,7 +55,9 @@ Status Context::Create(const Config& config, std::unique_ptr<Context>* context) 
 Context::Context(const Config& config, std::unique_ptr<Controller> controller)
     : config_(config),
       controller_(std::move(controller)),
-      coordinator_(controller_->topology().size),
+      topology_(controller_->topology()),
+      controller_name_(controller_->name()),
+      coordinator_(topology_.size),
       last_stall_check_(std::chrono::steady_clock::now()) {}
 
 Context::~Context() { Shutdown(); }
@@ -91,7 +93,7 @@ Status Context::Enqueue(PendingOp op) {
 
 void Context::WaitForCycle(std::chrono::steady_clock::time_point cycle_start) {
   std::unique_lock<std::mutex> lock(wake_mutex_);
-  if (controller_->topology().size == 1) {
+  if (topology_.size == 1) {
     // Nobody to batch with: run as soon as there is work (or a stop request). The timeout
     // only bounds how long a missed wake-up could delay us.
     wake_.wait_for(lock, std::chrono::milliseconds(100),
@@ -127,7 +129,7 @@ bool Context::RunCycle(Status* reason) {
   std::vector<std::string> gathered;
   Status s = controller_->GatherToRoot(SerializeRequestList(mine), &gathered);
   std::string response_bytes;
-  if (s.ok() && controller_->topology().rank == 0) {
+  if (s.ok() && topology_.rank == 0) {
     ResponseList responses;
     for (size_t rank = 0; rank < gathered.size() && s.ok(); ++rank) {
       RequestList list;
@@ -145,13 +147,13 @@ bool Context::RunCycle(Status* reason) {
   ResponseList responses;
   if (s.ok()) s = ParseResponseList(response_bytes, &responses);
   if (!s.ok()) {
-    *reason = Status::Aborted("tutti's " + std::string(controller_->name()) +
+    *reason = Status::Aborted("tutti's " + std::string(controller_name_) +
                               " transport failed during negotiation: " + s.message());
     return false;
   }
   for (const Response& response : responses.responses) Execute(response);
   if (responses.shutdown_ranks.empty()) return true;
-  *reason = Status::Aborted(ShutdownMessage(responses.shutdown_ranks, controller_->topology().rank));
+  *reason = Status::Aborted(ShutdownMessage(responses.shutdown_ranks, topology_.rank));
   return false;
 }
 
@@ -194,7 +196,7 @@ Status Context::ExecuteAllreduce(const PendingOp& op) {
     return Status(s.code(), "allreduce of tensor '" + meta.name + "' failed: " + s.message());
   }
   ScaleInPlace(meta.dtype, op.output, op.count, meta.postscale,
-               average ? controller_->topology().size : 1);
+               average ? topology_.size : 1);
   return Status::OK();
 }
 

@@ -35,8 +35,10 @@ class Context {
   // Queues a request; `op.done` is called exactly once if this returns OK.
   Status Enqueue(PendingOp op);
 
-  const Topology& topology() const { return controller_->topology(); }
-  const char* controller_name() const { return controller_->name(); }
+  // Copies taken at creation: valid from any thread, even while Shutdown() releases the
+  // controller.
+  const Topology& topology() const { return topology_; }
+  const char* controller_name() const { return controller_name_; }
   int64_t background_thread_id() const { return thread_id_.load(); }
 
  private:
@@ -53,6 +55,8 @@ class Context {
 
   const Config config_;
   std::unique_ptr<Controller> controller_;
+  const Topology topology_;
+  const char* const controller_name_;  // a string literal
   RequestQueue queue_;
   Coordinator coordinator_;  // used on rank 0 only
 

@@ -1,16 +1,16 @@
 #!/bin/sh
 # Runs a core test worker as a job of NP ranks.
-#   run_worker.sh local|mpi|gloo NP WORKER CORE_LIBRARY RUN_GLOO_PY
+#   run_worker.sh local|mpi|gloo NP CORE_LIBRARY RUN_GLOO_PY WORKER [WORKER_ARGS...]
 # local: one process, no launcher; mpi: mpirun; gloo: run_gloo.py with a test store.
-# The worker links libtutti_core.so.1 by soname, like a framework plugin; Bazel's runfiles hold
+# Workers link libtutti_core.so.1 by soname, like a framework plugin; Bazel's runfiles hold
 # the library as libtutti_core.so, so a private directory with the soname link goes on
 # LD_LIBRARY_PATH. Every run is bounded by a timeout so a broken job fails instead of hanging.
 set -eu
 controller=$1
 np=$2
-worker=$3
-core=$4
-run_gloo=$5
+core=$3
+run_gloo=$4
+shift 4
 
 libdir=$(mktemp -d)
 trap 'rm -rf "$libdir"' EXIT
@@ -20,16 +20,16 @@ export LD_LIBRARY_PATH
 
 case "$controller" in
   local)
-    timeout 120 "$worker" "$np"
+    timeout 120 "$@"
     ;;
   mpi)
     # Root in containers needs the two OMPI_ALLOW_* variables; more ranks than cores needs
     # --oversubscribe.
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      timeout 180 mpirun -np "$np" --oversubscribe -x LD_LIBRARY_PATH "$worker" "$np"
+      timeout 180 mpirun -np "$np" --oversubscribe -x LD_LIBRARY_PATH "$@"
     ;;
   gloo)
-    python3 "$run_gloo" -np "$np" --timeout 180 -- "$worker" "$np"
+    python3 "$run_gloo" -np "$np" --timeout 180 -- "$@"
     ;;
   *)
     echo "run_worker.sh: unknown controller '$controller' (local, mpi or gloo)" >&2

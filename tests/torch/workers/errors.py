@@ -90,7 +90,9 @@ def name_reused_in_flight():
 
 
 def waiting_releases_the_gil():
-    """While rank 0 waits (rank 1 submits 1 s late), a Python thread must keep running."""
+    """While rank 0 waits in one long native wait (rank 1 submits 1.5 s late), a Python
+    thread must run about as fast as while rank 0 sleeps; a wait that held the GIL would
+    stop it for the whole wait."""
     ticks = [0]
     stop = threading.Event()
 
@@ -98,20 +100,27 @@ def waiting_releases_the_gil():
         while not stop.is_set():
             ticks[0] += 1
 
+    hvd.allreduce(torch.ones(1), name="gil.start")  # both ranks start the check together
     if hvd.rank() == 1:
-        time.sleep(1.0)
-    handle = hvd.allreduce_async(torch.ones(2), name="gil", op=hvd.Sum)
+        time.sleep(1.5)
+        hvd.synchronize(hvd.allreduce_async(torch.ones(2), name="gil", op=hvd.Sum))
+        return
     counter = threading.Thread(target=count)
     counter.start()
-    time.sleep(0.05)
-    before = ticks[0]
-    # One long native wait, not synchronize()'s short slices.
+    start, before = time.monotonic(), ticks[0]
+    time.sleep(0.3)
+    sleeping_rate = (ticks[0] - before) / (time.monotonic() - start)
+    handle = hvd.allreduce_async(torch.ones(2), name="gil", op=hvd.Sum)
+    start, before = time.monotonic(), ticks[0]
     done = torch.ops.tutti.wait(handle, 30.0)
-    during = ticks[0] - before
+    waited = time.monotonic() - start
+    waiting_rate = (ticks[0] - before) / waited
     stop.set()
     counter.join()
-    if hvd.rank() == 0:
-        report("gil_released_while_waiting", done and during > 1000, "%d ticks" % during)
+    report("gil_released_while_waiting",
+           done and waited > 0.5 and waiting_rate > 0.2 * sleeping_rate,
+           "waited %.2f s; %.0f ticks/s while waiting, %.0f while sleeping"
+           % (waited, waiting_rate, sleeping_rate))
 
 
 def main():
