@@ -7,7 +7,6 @@ SIGINT, SIGTERM and SIGHUP sent to the launcher stop the job the same way.
 """
 
 import collections
-import os
 import queue
 import signal
 import subprocess
