@@ -149,8 +149,11 @@ Status StoreClient::Request(uint8_t op, const std::string& key, const std::strin
   AppendField(&message, key);
   AppendField(&message, value);
   std::lock_guard<std::mutex> lock(mutex_);
+  const bool was_connected = fd_ >= 0;
   Status s = RequestOnce(message, status, reply);
-  if (!s.ok()) s = RequestOnce(message, status, reply);  // one reconnect
+  // A connection that went stale gets one fresh attempt; a failed connect already retried
+  // until the timeout.
+  if (!s.ok() && was_connected) s = RequestOnce(message, status, reply);
   if (!s.ok()) return s;
   if (*status == kStatusUnauthorized) {
     Disconnect();

@@ -76,7 +76,7 @@ typedef struct {
 
 /* Completion of an asynchronous request. `message` is NULL on success, else a
  * human-readable reason that is valid only during the call. Runs on the core's
- * background thread (or on the caller's thread when enqueueing itself fails). */
+ * background thread; a request refused at enqueue never calls it. */
 typedef void (*tutti_done_fn)(void* user_data, tutti_status status, const char* message);
 
 /* ---- version and build information ---------------------------------- */
