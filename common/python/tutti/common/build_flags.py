@@ -36,7 +36,8 @@ def torch_flags():
         "version": torch.__version__,
         "include_dirs": cpp_extension.include_paths(),
         "defines": ["_GLIBCXX_USE_CXX11_ABI=%d" % abi, "TORCH_API_INCLUDE_EXTENSION_H"],
-        "cflags": ["-std=c++17"] + _COMMON_CFLAGS,
+        # torch headers use a few C++20 spellings that C++17 accepts with a warning.
+        "cflags": ["-std=c++17", "-Wno-c++20-extensions"] + _COMMON_CFLAGS,
         "library_dirs": [lib_dir],
         "libraries": ["c10", "torch_cpu"],
     }

@@ -61,12 +61,20 @@ def compile_shared_library(
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for future in [pool.submit(_run, command, log) for command in commands]:
             future.result()  # re-raises the first CompileError
+    # Link beside the target and rename over it: a process that has the old library loaded
+    # keeps its mapping instead of crashing on a file rewritten under it.
+    partial = "%s.partial-%d" % (output, os.getpid())
     link = (
-        [compiler, "-shared", "-o", output]
+        [compiler, "-shared", "-o", partial]
         + objects
         + list(ldflags)
         + ["-L" + d for d in library_dirs]
         + ["-l" + lib for lib in libraries]
     )
-    _run(link, log)
+    try:
+        _run(link, log)
+        os.replace(partial, output)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
     return output

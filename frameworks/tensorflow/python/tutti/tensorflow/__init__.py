@@ -22,6 +22,7 @@ from tutti.common.basics import (  # noqa: E402  (after the version check on pur
     Product,
     ReduceOp,
     Sum,
+    background_thread_id,
     controller,
     cross_rank,
     cross_size,

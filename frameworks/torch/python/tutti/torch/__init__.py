@@ -22,6 +22,8 @@ from tutti.common.basics import (  # noqa: E402
     Product,
     ReduceOp,
     Sum,
+    background_thread_id,
+    controller,
     cross_rank,
     cross_size,
     cuda_built,
