@@ -7,11 +7,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "config.h"
 #include "context.h"
 #include "dtype.h"
-#include "reduce_kernels.h"
+#include "mpi_runtime.h"
+#include "request_builder.h"
 #include "status.h"
 #include "version.h"
 
@@ -54,69 +56,17 @@ std::shared_ptr<Context> GetContext(Status* status) {
 // was registered earlier and so runs later.
 void ShutdownAtExit() { tutti_shutdown(); }
 
-int64_t ElementCount(const tutti_tensor& t) {
-  int64_t count = 1;
-  for (int32_t i = 0; i < t.ndim; ++i) count *= t.shape[i];
-  return count;
-}
-
-Status CheckTensor(const char* which, const tutti_tensor* t) {
-  if (t == nullptr) return Status::InvalidArgument(std::string(which) + " tensor is NULL");
-  if (!tutti::IsValidDtype(t->dtype)) {
-    return Status::InvalidArgument(std::string(which) + " tensor has invalid dtype " +
-                                   std::to_string(static_cast<int>(t->dtype)));
-  }
-  if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) {
-    return Status::InvalidArgument(std::string(which) + " tensor has an invalid shape (ndim " +
-                                   std::to_string(t->ndim) + ")");
-  }
-  for (int32_t i = 0; i < t->ndim; ++i) {
-    if (t->shape[i] < 0) {
-      return Status::InvalidArgument(std::string(which) + " tensor has a negative dimension");
-    }
-  }
-  if (t->data == nullptr && ElementCount(*t) > 0) {
-    return Status::InvalidArgument(std::string(which) + " tensor has no data pointer");
-  }
-  return Status::OK();
-}
-
-Status BuildAllreduce(const char* name, const tutti_tensor* input, const tutti_tensor* output,
-                      tutti_reduce_op op, double prescale, double postscale, tutti_done_fn done,
-                      void* user_data, tutti::PendingOp* pending) {
-  if (name == nullptr || name[0] == '\0') {
-    return Status::InvalidArgument("allreduce needs a non-empty request name");
-  }
-  const std::string label = std::string("allreduce of '") + name + "': ";
-  if (done == nullptr) return Status::InvalidArgument(label + "the done callback is NULL");
-  Status s = CheckTensor("input", input);
-  if (s.ok()) s = CheckTensor("output", output);
-  if (s.ok()) s = tutti::CheckReduction(input->dtype, op, prescale, postscale);
-  if (!s.ok()) return Status(s.code(), label + s.message());
-  if (output->dtype != input->dtype) {
-    return Status::InvalidArgument(label + "output dtype " + tutti::DtypeName(output->dtype) +
-                                   " differs from input dtype " +
-                                   tutti::DtypeName(input->dtype));
-  }
-  bool same_shape = output->ndim == input->ndim;
-  for (int32_t i = 0; same_shape && i < input->ndim; ++i) {
-    same_shape = output->shape[i] == input->shape[i];
-  }
-  if (!same_shape) return Status::InvalidArgument(label + "output shape differs from input shape");
-
-  pending->meta.name = name;
-  pending->meta.collective = tutti::Collective::kAllreduce;
-  pending->meta.reduce_op = op;
-  pending->meta.dtype = input->dtype;
-  pending->meta.shape.assign(input->shape, input->shape + input->ndim);
-  pending->meta.prescale = prescale;
-  pending->meta.postscale = postscale;
-  pending->input = input->data;
-  pending->output = output->data;
-  pending->count = ElementCount(*input);
-  pending->done = done;
-  pending->user_data = user_data;
-  return Status::OK();
+// Validates `request` and queues it on the current context.
+tutti_status EnqueueRequest(const tutti_request& request) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) return Fail(status);
+  tutti::PendingOp pending;
+  status = tutti::BuildRequest(request, context->topology().rank, context->process_sets(),
+                               &pending);
+  if (status.ok()) status = context->Enqueue(std::move(pending));
+  if (!status.ok()) return Fail(status);
+  return TUTTI_OK;
 }
 
 // Topology getters share this: -1 with the last error set before init.
@@ -224,14 +174,89 @@ tutti_status tutti_allreduce_async(const char* name, const tutti_tensor* input,
                                    const tutti_tensor* output, tutti_reduce_op op,
                                    double prescale, double postscale, tutti_done_fn done,
                                    void* user_data) {
+  if (input == nullptr || output == nullptr) {
+    return Fail(Status::InvalidArgument(std::string("allreduce of '") + (name ? name : "") +
+                                        "': " + (input ? "output" : "input") +
+                                        " tensor is NULL"));
+  }
+  tutti_request request = {};
+  request.name = name;
+  request.collective = TUTTI_OP_ALLREDUCE;
+  request.process_set = TUTTI_GLOBAL_PROCESS_SET;
+  request.num_tensors = 1;
+  request.inputs = input;
+  request.outputs = output;
+  request.reduce_op = op;
+  request.prescale = prescale;
+  request.postscale = postscale;
+  request.done = done;
+  request.user_data = user_data;
+  return EnqueueRequest(request);
+}
+
+tutti_status tutti_enqueue(const tutti_request* request) {
+  if (request == nullptr) return Fail(Status::InvalidArgument("tutti_enqueue: request is NULL"));
+  return EnqueueRequest(*request);
+}
+
+tutti_status tutti_add_process_set(const int32_t* ranks, int32_t num_ranks, int32_t* id_out) {
   Status status;
   std::shared_ptr<Context> context = GetContext(&status);
   if (!context) return Fail(status);
-  tutti::PendingOp pending;
-  status = BuildAllreduce(name, input, output, op, prescale, postscale, done, user_data, &pending);
-  if (status.ok()) status = context->Enqueue(std::move(pending));
+  if (id_out == nullptr || (ranks == nullptr && num_ranks > 0) || num_ranks < 0) {
+    return Fail(Status::InvalidArgument("add_process_set: ranks or id_out is NULL"));
+  }
+  int32_t id = -1;
+  status = context->AddProcessSet(std::vector<int32_t>(ranks, ranks + num_ranks), &id);
+  if (!status.ok()) return Fail(status);
+  *id_out = id;
+  return TUTTI_OK;
+}
+
+tutti_status tutti_remove_process_set(int32_t id) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) return Fail(status);
+  status = context->RemoveProcessSet(id);
   if (!status.ok()) return Fail(status);
   return TUTTI_OK;
 }
+
+int tutti_process_set_rank(int32_t id) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) {
+    Fail(status);
+    return -1;
+  }
+  return context->process_sets().RankIn(id, context->topology().rank);
+}
+
+int tutti_process_set_size(int32_t id) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) {
+    Fail(status);
+    return -1;
+  }
+  return context->process_sets().Size(id);
+}
+
+int tutti_process_set_ranks(int32_t id, int32_t* ranks_out, int32_t capacity) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) {
+    Fail(status);
+    return -1;
+  }
+  std::vector<int32_t> ranks;
+  if (!context->process_sets().Members(id, &ranks)) return -1;
+  for (int32_t i = 0; ranks_out != nullptr && i < capacity && i < (int32_t)ranks.size(); ++i) {
+    ranks_out[i] = ranks[i];
+  }
+  return static_cast<int>(ranks.size());
+}
+
+int tutti_mpi_threads_supported(void) { return tutti::MpiThreadMultiple() ? 1 : 0; }
 
 }  // extern "C"

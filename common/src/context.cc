@@ -9,7 +9,6 @@
 
 #include "dtype.h"
 #include "log.h"
-#include "reduce_kernels.h"
 #include "wire_format.h"
 
 namespace tutti {
@@ -57,7 +56,9 @@ Context::Context(const Config& config, std::unique_ptr<Controller> controller)
       controller_(std::move(controller)),
       topology_(controller_->topology()),
       controller_name_(controller_->name()),
-      coordinator_(topology_.size),
+      process_sets_(topology_.size),
+      coordinator_(topology_.size, &process_sets_),
+      executor_(controller_.get(), &process_sets_, topology_.rank),
       last_stall_check_(std::chrono::steady_clock::now()) {}
 
 Context::~Context() { Shutdown(); }
@@ -173,30 +174,103 @@ void Context::Execute(const Response& response) {
   for (const std::string& name : response.names) {
     PendingOp op;
     if (!queue_.Take(name, &op)) {
-      LogWarning("negotiation answered request '" + name + "', which this rank does not have");
+      bool joined = false;
+      for (int32_t r : response.joined_ranks) joined = joined || r == topology_.rank;
+      if (joined && response.kind == Response::Kind::kExecute) {
+        Status s = executor_.ExecuteJoined(response);
+        if (!s.ok()) LogWarning("allreduce of '" + name + "' as a joined rank: " + s.message());
+        continue;
+      }
+      // Responses for sets without this rank, and errors about requests it never made, are
+      // not its business; anything else means a broken rank.
+      const bool member = process_sets_.RankIn(response.process_set, topology_.rank) >= 0;
+      if (member && response.kind == Response::Kind::kExecute) {
+        LogWarning("negotiation answered request '" + name + "', which this rank does not have");
+      }
       continue;
     }
     if (response.kind == Response::Kind::kError) {
       op.Complete(Status::Precondition(response.error));
       continue;
     }
-    op.Complete(ExecuteAllreduce(op));
+    op.Complete(executor_.Execute(response, op));
   }
 }
 
-Status Context::ExecuteAllreduce(const PendingOp& op) {
-  const RequestMeta& meta = op.meta;
-  const size_t bytes = static_cast<size_t>(op.count) * DtypeSize(meta.dtype);
-  if (op.output != op.input && bytes > 0) std::memmove(op.output, op.input, bytes);
-  ScaleInPlace(meta.dtype, op.output, op.count, meta.prescale);
-  const bool average = meta.reduce_op == TUTTI_REDUCE_AVERAGE;
-  Status s = controller_->Allreduce(op.output, op.count, meta.dtype,
-                                    average ? TUTTI_REDUCE_SUM : meta.reduce_op);
-  if (!s.ok()) {
-    return Status(s.code(), "allreduce of tensor '" + meta.name + "' failed: " + s.message());
+namespace {
+
+// Completion of a blocking process-set call; shared with the callback, which may run after a
+// timed-out caller has left.
+struct BlockingCall {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  int32_t id = -1;
+};
+
+void OnBlockingCallDone(void* user_data, tutti_status code, const char* message) {
+  auto* holder = static_cast<std::shared_ptr<BlockingCall>*>(user_data);
+  std::shared_ptr<BlockingCall> call = *holder;
+  delete holder;
+  std::lock_guard<std::mutex> lock(call->mutex);
+  call->done = true;
+  call->status = Status(code, message ? message : "");
+  call->cv.notify_all();
+}
+
+}  // namespace
+
+Status Context::AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id) {
+  Status s = ProcessSetRegistry::Validate(ranks, topology_.size);
+  if (!s.ok()) return Status(s.code(), "add_process_set: " + s.message());
+  return ChangeProcessSets(Collective::kAddProcessSet,
+                           std::vector<int64_t>(ranks.begin(), ranks.end()), id);
+}
+
+Status Context::RemoveProcessSet(int32_t id) {
+  if (id == TUTTI_GLOBAL_PROCESS_SET) {
+    return Status::InvalidArgument("remove_process_set: the global process set cannot be removed");
   }
-  ScaleInPlace(meta.dtype, op.output, op.count, meta.postscale,
-               average ? topology_.size : 1);
+  if (process_sets_.Size(id) < 0) {
+    return Status::InvalidArgument("remove_process_set: process set " + std::to_string(id) +
+                                   " is unknown");
+  }
+  return ChangeProcessSets(Collective::kRemoveProcessSet, {id}, nullptr);
+}
+
+Status Context::ChangeProcessSets(Collective collective, std::vector<int64_t> argument,
+                                  int32_t* id) {
+  auto call = std::make_shared<BlockingCall>();
+  PendingOp op;
+  {
+    // Every rank makes these calls in the same order, so the n-th call has the same name
+    // everywhere.
+    std::lock_guard<std::mutex> lock(process_set_calls_mutex_);
+    op.meta.name = "tutti.process_set_change." + std::to_string(process_set_calls_++);
+  }
+  op.meta.collective = collective;
+  op.meta.shapes = {std::move(argument)};
+  op.result = &call->id;
+  op.done = OnBlockingCallDone;
+  auto* holder = new std::shared_ptr<BlockingCall>(call);
+  op.user_data = holder;
+  Status s = Enqueue(std::move(op));
+  if (!s.ok()) {
+    delete holder;  // done is never called for a refused request
+    return s;
+  }
+  std::unique_lock<std::mutex> lock(call->mutex);
+  const auto timeout = std::chrono::duration<double>(config_.timeout_seconds);
+  if (!call->cv.wait_for(lock, timeout, [&] { return call->done; })) {
+    return Status::Aborted(std::string(CollectiveName(collective)) +
+                           ": not every rank made this call within " +
+                           std::to_string(static_cast<int>(config_.timeout_seconds)) +
+                           " s (TUTTI_GLOO_TIMEOUT_SECONDS); every rank must add and remove "
+                           "process sets in the same order");
+  }
+  if (!call->status.ok()) return call->status;
+  if (id != nullptr) *id = call->id;
   return Status::OK();
 }
 

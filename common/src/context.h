@@ -11,9 +11,11 @@
 #include <string>
 #include <thread>
 
+#include "collective_execution.h"
 #include "config.h"
 #include "controller.h"
 #include "negotiation.h"
+#include "process_sets.h"
 #include "request_queue.h"
 #include "status.h"
 
@@ -35,6 +37,13 @@ class Context {
   // Queues a request; `op.done` is called exactly once if this returns OK.
   Status Enqueue(PendingOp op);
 
+  // Collective over every rank: registers a process set (blocking until every rank did, or
+  // until the configured timeout) and writes its id.
+  Status AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id);
+  Status RemoveProcessSet(int32_t id);
+
+  const ProcessSetRegistry& process_sets() const { return process_sets_; }
+
   // Copies taken at creation: valid from any thread, even while Shutdown() releases the
   // controller.
   const Topology& topology() const { return topology_; }
@@ -51,14 +60,19 @@ class Context {
   bool RunCycle(Status* reason);
   void WarnAboutStalls();
   void Execute(const Response& response);
-  Status ExecuteAllreduce(const PendingOp& op);
+  // Runs a process-set change through negotiation and waits for it.
+  Status ChangeProcessSets(Collective collective, std::vector<int64_t> argument, int32_t* id);
 
   const Config config_;
   std::unique_ptr<Controller> controller_;
   const Topology topology_;
   const char* const controller_name_;  // a string literal
   RequestQueue queue_;
+  ProcessSetRegistry process_sets_;
   Coordinator coordinator_;  // used on rank 0 only
+  CollectiveExecutor executor_;
+  std::mutex process_set_calls_mutex_;
+  int64_t process_set_calls_ = 0;  // names each add/remove call; guarded by the mutex
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;

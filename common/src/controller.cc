@@ -1,5 +1,9 @@
 #include "controller.h"
 
+#include <cstring>
+
+#include "dtype.h"
+
 namespace tutti {
 
 Status CreateController(const Config& config, std::unique_ptr<Controller>* controller) {
@@ -13,6 +17,23 @@ Status CreateController(const Config& config, std::unique_ptr<Controller>* contr
       return CreateGlooController(config, controller);
   }
   return Status::Internal("unknown controller kind");
+}
+
+Status Controller::ReduceScatter(int32_t set, int set_rank, void* buffer,
+                                 const std::vector<int64_t>& counts, void* output,
+                                 tutti_dtype dtype, tutti_reduce_op op) {
+  int64_t total = 0, offset = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) < set_rank) offset += counts[r];
+    total += counts[r];
+  }
+  Status s = Allreduce(set, buffer, total, dtype, op);
+  if (!s.ok()) return s;
+  const size_t element = DtypeSize(dtype);
+  if (counts[set_rank] > 0) {
+    std::memcpy(output, static_cast<char*>(buffer) + offset * element, counts[set_rank] * element);
+  }
+  return Status::OK();
 }
 
 }  // namespace tutti

@@ -39,10 +39,34 @@ class Controller {
   // Negotiation: rank 0's *bytes replaces *bytes on every other rank.
   virtual Status BroadcastFromRoot(std::string* bytes) = 0;
 
-  // In-place elementwise reduction of `count` elements across all ranks. `op` is SUM, MIN,
-  // MAX or PRODUCT (AVERAGE and scaling are done by the caller).
-  virtual Status Allreduce(void* buffer, int64_t count, tutti_dtype dtype,
+  // Process sets, applied by every rank in the negotiated order. `ranks` are the sorted
+  // global ranks of set `id`; non-members take part too (MPI's communicator split needs all).
+  virtual Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) = 0;
+  virtual void RemoveProcessSet(int32_t id) = 0;
+
+  // ---- data plane: collectives over the members of process set `set`, called only on its
+  // members. Roots and positions in counts are ranks within the set.
+
+  // In-place elementwise reduction of `count` elements. `op` is SUM, MIN, MAX or PRODUCT
+  // (AVERAGE and scaling are done by the caller).
+  virtual Status Allreduce(int32_t set, void* buffer, int64_t count, tutti_dtype dtype,
                            tutti_reduce_op op) = 0;
+  // `bytes` bytes of `buffer` on `root` replace `buffer` on the others.
+  virtual Status Broadcast(int32_t set, void* buffer, int64_t bytes, int root) = 0;
+  // Concatenates every rank's input (counts[r] elements of `element_size` bytes) into output.
+  virtual Status Allgatherv(int32_t set, const void* input, void* output,
+                            const std::vector<int64_t>& counts, size_t element_size) = 0;
+  // Sends send_counts[j] elements (consecutive parts of input) to rank j and receives
+  // recv_counts[i] elements from rank i into consecutive parts of output.
+  virtual Status Alltoallv(int32_t set, const void* input, const std::vector<int64_t>& send_counts,
+                           void* output, const std::vector<int64_t>& recv_counts,
+                           size_t element_size) = 0;
+  // Reduces `buffer` (sum of counts elements; clobbered) and writes this rank's part
+  // (counts[set_rank] elements at the matching offset) to output. Default: Allreduce + copy.
+  virtual Status ReduceScatter(int32_t set, int set_rank, void* buffer,
+                               const std::vector<int64_t>& counts, void* output,
+                               tutti_dtype dtype, tutti_reduce_op op);
+  virtual Status Barrier(int32_t set) = 0;
 };
 
 // Connects the controller chosen by config.controller. Blocks until every rank has joined or

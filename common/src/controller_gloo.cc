@@ -1,8 +1,8 @@
 // Gloo controller: a full mesh of TCP pairs set up through tuttirun's rendezvous store.
-// Uses Gloo's legacy algorithm classes (AllreduceRing, AllgatherRing, BroadcastOneToAll); the
-// newer options API is far slower on this Gloo (it sizes socket buffers per message).
+// Negotiation uses persistent AllgatherRing/BroadcastOneToAll instances; the data plane is in
+// gloo_collectives.cc. A process set gets its own context, a full mesh among its members set
+// up through the same store under "<init>/ps<id>/".
 #include <gloo/allgather_ring.h>
-#include <gloo/allreduce_ring.h>
 #include <gloo/broadcast_one_to_all.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -13,22 +13,16 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <map>
 
 #include "controller.h"
 #include "dtype.h"
+#include "gloo_collectives.h"
 #include "gloo_store.h"
-#include "reduce_kernels.h"
 #include "store_client.h"
 
 namespace tutti {
 namespace {
-
-template <tutti_dtype D, tutti_reduce_op OP>
-const gloo::ReductionFunction<typename DtypeInfo<D>::Storage>* GlooReduction() {
-  static const gloo::ReductionFunction<typename DtypeInfo<D>::Storage> fn(gloo::CUSTOM,
-                                                                         &ReduceTyped<D, OP>);
-  return &fn;
-}
 
 std::string RankList(const std::vector<std::string>& keys) {
   std::string ranks;
@@ -72,7 +66,7 @@ class GlooController : public Controller {
     client_.reset(new StoreClient(g.rendezvous_addr, g.rendezvous_port, g.secret, timeout));
     // Every init of a process gets fresh keys, so init -> shutdown -> init never reads the
     // addresses of the previous mesh.
-    const std::string prefix = "tutti/" + std::to_string(config_.generation);
+    const std::string& prefix = prefix_ = "tutti/" + std::to_string(config_.generation);
 
     // Join first, so a missing process is reported by rank instead of as a Gloo error.
     s = client_->Set(prefix + "/joined/" + std::to_string(g.rank), "1");
@@ -96,12 +90,15 @@ class GlooController : public Controller {
       } else {
         attr.iface = g.iface;
       }
-      auto device = gloo::transport::tcp::CreateDevice(attr);
+      device_ = gloo::transport::tcp::CreateDevice(attr);
       context_ = std::make_shared<gloo::rendezvous::Context>(g.rank, g.size);
       context_->setTimeout(timeout);
       GlooStore store(client_.get());
       gloo::rendezvous::PrefixStore mesh_store(prefix + "/mesh", store);
-      context_->connectFullMesh(mesh_store, device);
+      context_->connectFullMesh(mesh_store, device_);
+      // A rank's connectFullMesh can return while a peer is still finishing its side; without
+      // this barrier a rank that exits right after init could break the peer's init.
+      GlooBarrier(context_);
       // Persistent negotiation channels: set up once, run every cycle.
       gather_in_.assign(kSlotBytes, 0);
       gather_out_.assign(kSlotBytes * g.size, 0);
@@ -165,22 +162,75 @@ class GlooController : public Controller {
     });
   }
 
-  Status Allreduce(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op) override {
+  Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) override {
+    auto me = std::find(ranks.begin(), ranks.end(), topology_.rank);
+    if (me == ranks.end() || ranks.size() == 1) return Status::OK();  // one rank: no mesh
+    return Guard("process set setup", [&] {
+      const int set_rank = static_cast<int>(me - ranks.begin());
+      auto context = std::make_shared<gloo::rendezvous::Context>(set_rank,
+                                                                 static_cast<int>(ranks.size()));
+      context->setTimeout(context_->getTimeout());
+      GlooStore store(client_.get());
+      gloo::rendezvous::PrefixStore set_store(prefix_ + "/ps" + std::to_string(id), store);
+      context->connectFullMesh(set_store, device_);
+      sets_[id] = context;
+    });
+  }
+
+  void RemoveProcessSet(int32_t id) override { sets_.erase(id); }
+
+  Status Allreduce(int32_t set, void* buffer, int64_t count, tutti_dtype dtype,
+                   tutti_reduce_op op) override {
     return Guard("allreduce", [&] {
-      DispatchDtype(dtype, [&](auto d) {
-        constexpr tutti_dtype D = decltype(d)::value;
-        using Storage = typename DtypeInfo<D>::Storage;
-        DispatchReduceOp(op, [&](auto o) {
-          const auto* fn = GlooReduction<D, decltype(o)::value>();
-          // Gloo counts are int: reduce very large buffers in chunks.
-          const int64_t kMaxChunk = int64_t(1) << 30;
-          Storage* data = static_cast<Storage*>(buffer);
-          for (int64_t done = 0; done < count; done += kMaxChunk) {
-            int chunk = static_cast<int>(std::min(kMaxChunk, count - done));
-            gloo::AllreduceRing<Storage>(context_, {data + done}, chunk, fn).run();
-          }
-        });
-      });
+      if (auto context = SetContext(set)) GlooAllreduce(context, buffer, count, dtype, op);
+    });
+  }
+
+  Status Broadcast(int32_t set, void* buffer, int64_t bytes, int root) override {
+    return Guard("broadcast", [&] {
+      if (auto context = SetContext(set)) GlooBroadcast(context, buffer, bytes, root);
+    });
+  }
+
+  Status Allgatherv(int32_t set, const void* input, void* output,
+                    const std::vector<int64_t>& counts, size_t element_size) override {
+    return Guard("allgather", [&] {
+      auto context = SetContext(set);
+      if (!context) {
+        if (counts[0] > 0) std::memmove(output, input, counts[0] * element_size);
+        return;
+      }
+      GlooAllgatherv(context, input, output, Bytes(counts, element_size));
+    });
+  }
+
+  Status Alltoallv(int32_t set, const void* input, const std::vector<int64_t>& send_counts,
+                   void* output, const std::vector<int64_t>& recv_counts,
+                   size_t element_size) override {
+    return Guard("alltoall", [&] {
+      auto context = SetContext(set);
+      if (!context) {
+        if (send_counts[0] > 0) std::memmove(output, input, send_counts[0] * element_size);
+        return;
+      }
+      GlooAlltoallv(context, input, Bytes(send_counts, element_size), output,
+                    Bytes(recv_counts, element_size));
+    });
+  }
+
+  Status ReduceScatter(int32_t set, int set_rank, void* buffer,
+                       const std::vector<int64_t>& counts, void* output, tutti_dtype dtype,
+                       tutti_reduce_op op) override {
+    auto context = SetContext(set);
+    if (!context) return Controller::ReduceScatter(set, set_rank, buffer, counts, output, dtype, op);
+    return Guard("reducescatter", [&] {
+      GlooReduceScatter(context, buffer, counts, output, dtype, op, &reduce_scratch_);
+    });
+  }
+
+  Status Barrier(int32_t set) override {
+    return Guard("barrier", [&] {
+      if (auto context = SetContext(set)) GlooBarrier(context);
     });
   }
 
@@ -197,6 +247,20 @@ class GlooController : public Controller {
     }
   }
 
+  // The context of process set `set`; null for a set of one rank (nothing to exchange).
+  GlooContext SetContext(int32_t set) const {
+    if (set == TUTTI_GLOBAL_PROCESS_SET) return topology_.size > 1 ? context_ : nullptr;
+    auto it = sets_.find(set);
+    if (it == sets_.end()) return nullptr;
+    return it->second;
+  }
+
+  static std::vector<int64_t> Bytes(const std::vector<int64_t>& counts, size_t element_size) {
+    std::vector<int64_t> bytes;
+    for (int64_t c : counts) bytes.push_back(c * static_cast<int64_t>(element_size));
+    return bytes;
+  }
+
   // A negotiation slot: u64 length, then the message when it fits.
   static constexpr int kSlotBytes = 4096;
   static constexpr uint64_t kInlineBytes = kSlotBytes - sizeof(uint64_t);
@@ -210,7 +274,11 @@ class GlooController : public Controller {
   const Config config_;
   Topology topology_;
   std::unique_ptr<StoreClient> client_;
+  std::string prefix_;  // this init's store namespace
+  std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::map<int32_t, GlooContext> sets_;
+  std::vector<char> reduce_scratch_;  // reducescatter's incoming part, reused  // process set id -> context (members only)
   std::vector<char> gather_in_, gather_out_, broadcast_slot_;
   std::unique_ptr<gloo::AllgatherRing<char>> gather_;
   std::unique_ptr<gloo::BroadcastOneToAll<char>> broadcast_;

@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <thread>
 #include <utility>
@@ -15,60 +16,12 @@
 #include "controller.h"
 #include "dtype.h"
 #include "log.h"
+#include "mpi_datatypes.h"
 #include "mpi_runtime.h"
 #include "reduce_kernels.h"
 
 namespace tutti {
 namespace {
-
-template <tutti_dtype D, tutti_reduce_op OP>
-void MpiUserReduce(void* in, void* inout, int* len, MPI_Datatype*) {
-  using Storage = typename DtypeInfo<D>::Storage;
-  ReduceTyped<D, OP>(static_cast<Storage*>(inout), static_cast<const Storage*>(in),
-                     static_cast<size_t>(*len));
-}
-
-MPI_Datatype StorageDatatype(tutti_dtype dtype) {
-  switch (dtype) {
-    case TUTTI_UINT8: return MPI_UINT8_T;
-    case TUTTI_INT8: return MPI_INT8_T;
-    case TUTTI_UINT16: return MPI_UINT16_T;
-    case TUTTI_INT16: return MPI_INT16_T;
-    case TUTTI_INT32: return MPI_INT32_T;
-    case TUTTI_INT64: return MPI_INT64_T;
-    case TUTTI_FLOAT16: return MPI_UINT16_T;
-    case TUTTI_BFLOAT16: return MPI_UINT16_T;
-    case TUTTI_FLOAT32: return MPI_FLOAT;
-    case TUTTI_FLOAT64: return MPI_DOUBLE;
-    case TUTTI_BOOL: return MPI_UINT8_T;
-  }
-  return MPI_DATATYPE_NULL;
-}
-
-// The built-in MPI op that matches our semantics, or MPI_OP_NULL when a user op is needed
-// (float16/bfloat16 arithmetic, NaN-propagating float MIN/MAX).
-MPI_Op BuiltinOp(tutti_dtype dtype, tutti_reduce_op op) {
-  if (dtype == TUTTI_FLOAT16 || dtype == TUTTI_BFLOAT16) return MPI_OP_NULL;
-  if (dtype == TUTTI_BOOL) {
-    return (op == TUTTI_REDUCE_SUM || op == TUTTI_REDUCE_MAX) ? MPI_LOR : MPI_LAND;
-  }
-  bool is_float = dtype == TUTTI_FLOAT32 || dtype == TUTTI_FLOAT64;
-  switch (op) {
-    case TUTTI_REDUCE_SUM: return MPI_SUM;
-    case TUTTI_REDUCE_PRODUCT: return MPI_PROD;
-    case TUTTI_REDUCE_MIN: return is_float ? MPI_OP_NULL : MPI_MIN;
-    case TUTTI_REDUCE_MAX: return is_float ? MPI_OP_NULL : MPI_MAX;
-    default: return MPI_OP_NULL;
-  }
-}
-
-MPI_User_function* UserFunction(tutti_dtype dtype, tutti_reduce_op op) {
-  MPI_User_function* fn = nullptr;
-  DispatchDtype(dtype, [&](auto d) {
-    DispatchReduceOp(op, [&](auto o) { fn = &MpiUserReduce<decltype(d)::value, decltype(o)::value>; });
-  });
-  return fn;
-}
 
 Status MpiCall(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return Status::OK();
@@ -82,6 +35,7 @@ class MpiController : public Controller {
   ~MpiController() override {
     if (Finalized()) return;  // the application finalized MPI; its objects are gone
     for (auto& item : user_ops_) MPI_Op_free(&item.second);
+    for (auto& item : sets_) MPI_Comm_free(&item.second);
     for (MPI_Comm* comm : {&cross_, &local_, &world_}) {
       if (*comm != MPI_COMM_NULL) MPI_Comm_free(comm);
     }
@@ -152,26 +106,111 @@ class MpiController : public Controller {
     return Status::OK();
   }
 
-  Status Allreduce(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op) override {
+  Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) override {
     if (Finalized()) return FinalizedError();
-    MPI_Datatype datatype = StorageDatatype(dtype);
-    MPI_Op mpi_op = BuiltinOp(dtype, op);
-    if (mpi_op == MPI_OP_NULL) {
-      Status s = UserOp(dtype, op, &mpi_op);
-      if (!s.ok()) return s;
+    bool member = false;
+    for (int32_t r : ranks) member = member || r == topology_.rank;
+    MPI_Comm comm = MPI_COMM_NULL;
+    Status s = MpiCall(MPI_Comm_split(world_, member ? 0 : MPI_UNDEFINED, topology_.rank, &comm),
+                       "MPI_Comm_split");
+    if (!s.ok()) return s;
+    if (comm != MPI_COMM_NULL) {
+      MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+      sets_[id] = comm;
     }
+    return Status::OK();
+  }
+
+  void RemoveProcessSet(int32_t id) override {
+    auto it = sets_.find(id);
+    if (it == sets_.end()) return;
+    if (!Finalized()) MPI_Comm_free(&it->second);
+    sets_.erase(it);
+  }
+
+  Status Allreduce(int32_t set, void* buffer, int64_t count, tutti_dtype dtype,
+                   tutti_reduce_op op) override {
+    MPI_Comm comm;
+    MPI_Op mpi_op;
+    Status s = Prepare(set, dtype, op, &comm, &mpi_op);
+    if (!s.ok()) return s;
     // MPI counts are int: reduce very large buffers in chunks.
     const int64_t kMaxChunk = int64_t(1) << 30;
     char* bytes = static_cast<char*>(buffer);
     const size_t element = DtypeSize(dtype);
     for (int64_t done = 0; done < count; done += kMaxChunk) {
       int chunk = static_cast<int>(std::min(kMaxChunk, count - done));
-      Status s = MpiCall(MPI_Allreduce(MPI_IN_PLACE, bytes + done * element, chunk, datatype,
-                                       mpi_op, world_),
-                         "MPI_Allreduce");
+      s = MpiCall(MPI_Allreduce(MPI_IN_PLACE, bytes + done * element, chunk,
+                                StorageDatatype(dtype), mpi_op, comm),
+                  "MPI_Allreduce");
       if (!s.ok()) return s;
     }
     return Status::OK();
+  }
+
+  Status Broadcast(int32_t set, void* buffer, int64_t bytes, int root) override {
+    MPI_Comm comm;
+    Status s = Comm(set, &comm);
+    const int64_t kMaxChunk = int64_t(1) << 30;
+    char* data = static_cast<char*>(buffer);
+    for (int64_t done = 0; s.ok() && done < bytes; done += kMaxChunk) {
+      int chunk = static_cast<int>(std::min(kMaxChunk, bytes - done));
+      s = MpiCall(MPI_Bcast(data + done, chunk, MPI_BYTE, root, comm), "MPI_Bcast");
+    }
+    return s;
+  }
+
+  Status Allgatherv(int32_t set, const void* input, void* output,
+                    const std::vector<int64_t>& counts, size_t element_size) override {
+    MPI_Comm comm;
+    std::vector<int> ints, offsets;
+    Status s = Comm(set, &comm);
+    if (s.ok()) s = MpiCounts(counts, &ints, &offsets);
+    if (!s.ok()) return s;
+    int me;
+    MPI_Comm_rank(comm, &me);
+    const MPI_Datatype type = ElementDatatype(element_size);
+    return MpiCall(MPI_Allgatherv(input, ints[me], type, output, ints.data(), offsets.data(),
+                                  type, comm),
+                   "MPI_Allgatherv");
+  }
+
+  Status Alltoallv(int32_t set, const void* input, const std::vector<int64_t>& send_counts,
+                   void* output, const std::vector<int64_t>& recv_counts,
+                   size_t element_size) override {
+    MPI_Comm comm;
+    std::vector<int> sends, send_offsets, recvs, recv_offsets;
+    Status s = Comm(set, &comm);
+    if (s.ok()) s = MpiCounts(send_counts, &sends, &send_offsets);
+    if (s.ok()) s = MpiCounts(recv_counts, &recvs, &recv_offsets);
+    if (!s.ok()) return s;
+    const MPI_Datatype type = ElementDatatype(element_size);
+    return MpiCall(MPI_Alltoallv(input, sends.data(), send_offsets.data(), type, output,
+                                 recvs.data(), recv_offsets.data(), type, comm),
+                   "MPI_Alltoallv");
+  }
+
+  Status ReduceScatter(int32_t set, int, void* buffer, const std::vector<int64_t>& counts,
+                       void* output, tutti_dtype dtype, tutti_reduce_op op) override {
+    MPI_Comm comm;
+    MPI_Op mpi_op;
+    std::vector<int> ints, offsets;
+    Status s = Prepare(set, dtype, op, &comm, &mpi_op);
+    if (s.ok()) s = MpiCounts(counts, &ints, &offsets);
+    if (!s.ok()) return s;
+    return MpiCall(MPI_Reduce_scatter(buffer, output, ints.data(), StorageDatatype(dtype), mpi_op,
+                                      comm),
+                   "MPI_Reduce_scatter");
+  }
+
+  Status Barrier(int32_t set) override {
+    MPI_Comm comm;
+    Status s = Comm(set, &comm);
+    if (!s.ok()) return s;
+    MPI_Request request;
+    s = MpiCall(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+    if (s.ok()) s = Wait(&request, "barrier");
+    return s;
   }
 
  private:
@@ -183,6 +222,30 @@ class MpiController : public Controller {
   static Status FinalizedError() {
     return Status::Aborted(
         "MPI was finalized while tutti was running: call tutti's shutdown() before MPI_Finalize");
+  }
+
+  // The communicator of process set `set` (this rank is a member).
+  Status Comm(int32_t set, MPI_Comm* comm) {
+    if (Finalized()) return FinalizedError();
+    if (set == TUTTI_GLOBAL_PROCESS_SET) {
+      *comm = world_;
+      return Status::OK();
+    }
+    auto it = sets_.find(set);
+    if (it == sets_.end()) {
+      return Status::Internal("no MPI communicator for process set " + std::to_string(set));
+    }
+    *comm = it->second;
+    return Status::OK();
+  }
+
+  Status Prepare(int32_t set, tutti_dtype dtype, tutti_reduce_op op, MPI_Comm* comm,
+                 MPI_Op* mpi_op) {
+    Status s = Comm(set, comm);
+    if (!s.ok()) return s;
+    *mpi_op = BuiltinOp(dtype, op);
+    if (*mpi_op == MPI_OP_NULL) return UserOp(dtype, op, mpi_op);
+    return Status::OK();
   }
 
   Status UserOp(tutti_dtype dtype, tutti_reduce_op op, MPI_Op* result) {
@@ -231,6 +294,7 @@ class MpiController : public Controller {
   MPI_Comm local_ = MPI_COMM_NULL;
   MPI_Comm cross_ = MPI_COMM_NULL;
   std::map<std::pair<int, int>, MPI_Op> user_ops_;
+  std::map<int32_t, MPI_Comm> sets_;  // process set id -> communicator (members only)
 };
 
 }  // namespace

@@ -77,3 +77,17 @@ Status EnsureMpiInitialized(std::string* warning) {
 }
 
 }  // namespace tutti
+
+namespace tutti {
+
+bool MpiThreadMultiple() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return false;
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_MULTIPLE;
+}
+
+}  // namespace tutti

@@ -15,6 +15,9 @@ namespace tutti {
 // when none) when the application initialized MPI with a lower thread level.
 Status EnsureMpiInitialized(std::string* warning);
 
+// True when MPI is initialized (and not finalized) with MPI_THREAD_MULTIPLE.
+bool MpiThreadMultiple();
+
 // Text of an MPI error code ("MPI_ERR_TRUNCATE: message truncated").
 std::string MpiErrorString(int code);
 

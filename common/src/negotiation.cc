@@ -1,27 +1,9 @@
 #include "negotiation.h"
 
-#include <functional>
 #include <sstream>
-
-#include "dtype.h"
 
 namespace tutti {
 namespace {
-
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
-
-std::string DoubleString(double v) {
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
-}
 
 std::string RankList(const std::vector<int>& ranks) {
   std::ostringstream out;
@@ -30,58 +12,37 @@ std::string RankList(const std::vector<int>& ranks) {
   return out.str();
 }
 
-// Groups ranks by the string form of one field; returns "" when all ranks agree.
-std::string DescribeField(const char* field, const std::vector<RequestMeta>& by_rank,
-                          const std::function<std::string(const RequestMeta&)>& value) {
-  std::vector<std::pair<std::string, std::vector<int>>> groups;  // first-seen order
-  for (size_t rank = 0; rank < by_rank.size(); ++rank) {
-    std::string v = value(by_rank[rank]);
-    auto it = groups.begin();
-    while (it != groups.end() && it->first != v) ++it;
-    if (it == groups.end()) {
-      groups.push_back({v, {static_cast<int>(rank)}});
-    } else {
-      it->second.push_back(static_cast<int>(rank));
-    }
-  }
-  if (groups.size() <= 1) return "";
-  std::ostringstream out;
-  out << field << " differs: ";
-  for (size_t i = 0; i < groups.size(); ++i) {
-    out << (i ? "; " : "") << groups[i].first << " on " << RankList(groups[i].second);
-  }
-  return out.str();
-}
-
 }  // namespace
 
-std::string DescribeMismatch(const std::vector<RequestMeta>& by_rank) {
-  using M = const RequestMeta&;
-  std::vector<std::string> parts = {
-      DescribeField("collective", by_rank, [](M m) { return CollectiveName(m.collective); }),
-      DescribeField("reduce op", by_rank, [](M m) { return ReduceOpName(m.reduce_op); }),
-      DescribeField("dtype", by_rank, [](M m) { return DtypeName(m.dtype); }),
-      DescribeField("shape", by_rank, [](M m) { return ShapeString(m.shape); }),
-      DescribeField("prescale", by_rank, [](M m) { return DoubleString(m.prescale); }),
-      DescribeField("postscale", by_rank, [](M m) { return DoubleString(m.postscale); }),
-  };
-  std::string result;
-  for (const std::string& p : parts) {
-    if (p.empty()) continue;
-    result += (result.empty() ? "" : "; ") + p;
-  }
-  return result;
-}
-
-Coordinator::Coordinator(int size) : size_(size) {}
+Coordinator::Coordinator(int size, const ProcessSetRegistry* sets)
+    : size_(size), sets_(sets), joined_(size, false) {}
 
 void Coordinator::Submit(int rank, const RequestMeta& request) {
+  if (request.collective == Collective::kJoin) {
+    joined_[rank] = true;
+    last_joined_ = rank;
+    join_name_ = request.name;
+    // Requests that waited only for this rank are ready now.
+    for (auto& item : table_) MarkIfReady(item.first, &item.second);
+    return;
+  }
   auto inserted = table_.emplace(request.name, Entry());
   Entry& entry = inserted.first->second;
   if (inserted.second) {
     entry.by_rank.resize(size_);
     entry.submitted.assign(size_, false);
     entry.first_seen = std::chrono::steady_clock::now();
+    if (sets_ == nullptr) {
+      for (int r = 0; r < size_; ++r) entry.members.push_back(r);
+      if (request.process_set != TUTTI_GLOBAL_PROCESS_SET) entry.set_error = "unknown";
+    } else if (!sets_->Members(request.process_set, &entry.members)) {
+      entry.set_error = "unknown";
+    }
+    if (!entry.set_error.empty()) {
+      entry.set_error = "process set " + std::to_string(request.process_set) +
+                        " is unknown (it was removed or never added)";
+      entry.members = {rank};
+    }
   }
   if (entry.submitted[rank]) {
     // The queue rejects duplicates in flight, so this means a broken rank; fail the name.
@@ -90,20 +51,68 @@ void Coordinator::Submit(int rank, const RequestMeta& request) {
   }
   entry.submitted[rank] = true;
   entry.by_rank[rank] = request;
-  if (++entry.count == size_) ready_order_.push_back(request.name);
+  MarkIfReady(request.name, &entry);
+}
+
+bool Coordinator::IsReady(const Entry& entry) const {
+  for (int32_t m : entry.members) {
+    if (!entry.submitted[m] && !joined_[m]) return false;
+  }
+  return true;
+}
+
+void Coordinator::MarkIfReady(const std::string& name, Entry* entry) {
+  if (entry->ready || !IsReady(*entry)) return;
+  entry->ready = true;
+  ready_order_.push_back(name);
 }
 
 Response Coordinator::Decide(const std::string& name, const Entry& entry) const {
   Response response;
-  response.collective = entry.by_rank[0].collective;
+  const RequestMeta* first = nullptr;
+  std::vector<std::pair<int, const RequestMeta*>> submitted;
+  for (int r = 0; r < size_; ++r) {
+    if (!entry.submitted[r]) continue;
+    submitted.push_back({r, &entry.by_rank[r]});
+    if (first == nullptr) first = &entry.by_rank[r];
+  }
+  response.collective = first->collective;
+  response.process_set = first->process_set;
   response.names.push_back(name);
-  std::string problem = entry.duplicate_error;
-  if (problem.empty()) problem = DescribeMismatch(entry.by_rank);
+  std::vector<const RequestMeta*> in_set_order;
+  std::vector<int> joined_missing;
+  for (int32_t m : entry.members) {
+    if (entry.submitted[m]) {
+      in_set_order.push_back(&entry.by_rank[m]);
+    } else {
+      in_set_order.push_back(nullptr);
+      joined_missing.push_back(m);
+      response.joined_ranks.push_back(m);
+    }
+  }
+  const std::string what =
+      std::string(CollectiveName(response.collective)) + " of tensor '" + name + "': ";
+  std::string problem = entry.set_error;
+  if (problem.empty() && !entry.duplicate_error.empty()) {
+    problem = "ranks disagree: " + entry.duplicate_error;
+  }
+  if (problem.empty()) {
+    std::string mismatch = DescribeMismatch(submitted);
+    if (!mismatch.empty()) problem = "ranks disagree: " + mismatch;
+  }
+  if (problem.empty() && !joined_missing.empty() &&
+      response.collective != Collective::kAllreduce) {
+    problem = RankList(joined_missing) + (joined_missing.size() == 1 ? " has" : " have") +
+              " joined (called join()) and cannot take part; only allreduce runs while ranks "
+              "are joined";
+  }
   if (!problem.empty()) {
     response.kind = Response::Kind::kError;
-    response.error = std::string(CollectiveName(response.collective)) + " of tensor '" + name +
-                     "': ranks disagree: " + problem;
+    response.error = what + problem;
+    response.joined_ranks.clear();
+    return response;
   }
+  PlanResponse(in_set_order, &response);
   return response;
 }
 
@@ -115,6 +124,17 @@ std::vector<Response> Coordinator::TakeReady() {
     table_.erase(it);
   }
   ready_order_.clear();
+  bool all_joined = size_ > 0;
+  for (bool j : joined_) all_joined = all_joined && j;
+  if (all_joined) {
+    Response join;
+    join.collective = Collective::kJoin;
+    join.names.push_back(join_name_);
+    join.join_result = last_joined_;
+    responses.push_back(join);
+    joined_.assign(size_, false);
+    last_joined_ = -1;
+  }
   return responses;
 }
 
@@ -124,8 +144,8 @@ std::vector<std::string> Coordinator::Stalled(std::chrono::steady_clock::duratio
   for (const auto& item : table_) {
     if (now - item.second.first_seen < age) continue;
     std::vector<int> missing;
-    for (int r = 0; r < size_; ++r) {
-      if (!item.second.submitted[r]) missing.push_back(r);
+    for (int32_t r : item.second.members) {
+      if (!item.second.submitted[r] && !joined_[r]) missing.push_back(r);
     }
     result.push_back("'" + item.first + "' (missing " + RankList(missing) + ")");
   }

@@ -14,12 +14,20 @@
 
 namespace tutti {
 
+// One tensor of a request on this rank.
+struct TensorView {
+  const void* input = nullptr;
+  void* output = nullptr;  // null for the collectives that allocate their output
+  std::vector<int64_t> shape;
+};
+
 // A request plus what is needed to execute and complete it on this rank.
 struct PendingOp {
   RequestMeta meta;
-  const void* input = nullptr;
-  void* output = nullptr;
-  int64_t count = 0;  // elements
+  std::vector<TensorView> tensors;
+  tutti_allocate_fn allocate = nullptr;
+  int32_t* received_splits = nullptr;  // alltoall
+  int32_t* result = nullptr;           // join: last rank; add_process_set: the new id
   tutti_done_fn done = nullptr;
   void* user_data = nullptr;
 

@@ -6,7 +6,7 @@ namespace tutti {
 namespace {
 
 // Version byte at the start of each message, so a mixed-build job fails clearly.
-const uint8_t kWireVersion = 1;
+const uint8_t kWireVersion = 2;
 
 class Writer {
  public:
@@ -82,6 +82,23 @@ class Reader {
   size_t pos_ = 0;
 };
 
+void WriteInts(Writer* w, const std::vector<int64_t>& values) {
+  w->U32(static_cast<uint32_t>(values.size()));
+  for (int64_t v : values) w->U64(static_cast<uint64_t>(v));
+}
+
+bool ReadInts(Reader* r, std::vector<int64_t>* values) {
+  uint32_t n;
+  if (!r->Count(8, &n)) return false;
+  values->resize(n);
+  for (int64_t& v : *values) {
+    uint64_t u;
+    if (!r->U64(&u)) return false;
+    v = static_cast<int64_t>(u);
+  }
+  return true;
+}
+
 Status Corrupt(const char* what) {
   return Status::Internal(std::string("malformed negotiation message (") + what +
                           "); are all ranks running the same tutti build?");
@@ -99,10 +116,13 @@ std::string SerializeRequestList(const RequestList& list) {
     w.U8(static_cast<uint8_t>(r.collective));
     w.U8(static_cast<uint8_t>(r.reduce_op));
     w.U8(static_cast<uint8_t>(r.dtype));
-    w.U32(static_cast<uint32_t>(r.shape.size()));
-    for (int64_t d : r.shape) w.U64(static_cast<uint64_t>(d));
+    w.U32(static_cast<uint32_t>(r.process_set));
+    w.U32(static_cast<uint32_t>(r.shapes.size()));
+    for (const std::vector<int64_t>& shape : r.shapes) WriteInts(&w, shape);
     w.F64(r.prescale);
     w.F64(r.postscale);
+    w.U32(static_cast<uint32_t>(r.root_rank));
+    WriteInts(&w, r.splits);
   }
   return w.Take();
 }
@@ -118,21 +138,22 @@ Status ParseRequestList(const std::string& bytes, RequestList* list) {
   result.requests.resize(count);
   for (RequestMeta& m : result.requests) {
     uint8_t collective, op, dtype;
-    uint32_t ndim;
+    uint32_t process_set, num_shapes, root;
     if (!r.Str(&m.name) || !r.U8(&collective) || !r.U8(&op) || !r.U8(&dtype) ||
-        !r.Count(8, &ndim)) {
+        !r.U32(&process_set) || !r.Count(4, &num_shapes)) {
       return Corrupt("request");
     }
     m.collective = static_cast<Collective>(collective);
     m.reduce_op = static_cast<tutti_reduce_op>(op);
     m.dtype = static_cast<tutti_dtype>(dtype);
-    m.shape.resize(ndim);
-    for (int64_t& d : m.shape) {
-      uint64_t v;
-      if (!r.U64(&v)) return Corrupt("shape");
-      d = static_cast<int64_t>(v);
+    m.process_set = static_cast<int32_t>(process_set);
+    m.shapes.resize(num_shapes);
+    for (std::vector<int64_t>& shape : m.shapes) {
+      if (!ReadInts(&r, &shape)) return Corrupt("shape");
     }
     if (!r.F64(&m.prescale) || !r.F64(&m.postscale)) return Corrupt("scale factors");
+    if (!r.U32(&root) || !ReadInts(&r, &m.splits)) return Corrupt("root or splits");
+    m.root_rank = static_cast<int32_t>(root);
   }
   if (!r.AtEnd()) return Corrupt("trailing bytes");
   *list = std::move(result);
@@ -151,6 +172,14 @@ std::string SerializeResponseList(const ResponseList& list) {
     w.U32(static_cast<uint32_t>(resp.names.size()));
     for (const std::string& n : resp.names) w.Str(n);
     w.Str(resp.error);
+    w.U32(static_cast<uint32_t>(resp.process_set));
+    w.U8(static_cast<uint8_t>(resp.dtype));
+    w.U8(static_cast<uint8_t>(resp.reduce_op));
+    WriteInts(&w, resp.counts);
+    w.U32(static_cast<uint32_t>(resp.joined_ranks.size()));
+    for (int32_t rank : resp.joined_ranks) w.U32(static_cast<uint32_t>(rank));
+    WriteInts(&w, resp.sizes);
+    w.U32(static_cast<uint32_t>(resp.join_result));
   }
   return w.Take();
 }
@@ -181,6 +210,23 @@ Status ParseResponseList(const std::string& bytes, ResponseList* list) {
       if (!r.Str(&n)) return Corrupt("response name");
     }
     if (!r.Str(&resp.error)) return Corrupt("response error");
+    uint32_t process_set, joined, join_result;
+    uint8_t dtype, op;
+    if (!r.U32(&process_set) || !r.U8(&dtype) || !r.U8(&op) || !ReadInts(&r, &resp.counts) ||
+        !r.Count(4, &joined)) {
+      return Corrupt("response details");
+    }
+    resp.process_set = static_cast<int32_t>(process_set);
+    resp.dtype = static_cast<tutti_dtype>(dtype);
+    resp.reduce_op = static_cast<tutti_reduce_op>(op);
+    resp.joined_ranks.resize(joined);
+    for (int32_t& rank : resp.joined_ranks) {
+      uint32_t v;
+      if (!r.U32(&v)) return Corrupt("joined ranks");
+      rank = static_cast<int32_t>(v);
+    }
+    if (!ReadInts(&r, &resp.sizes) || !r.U32(&join_result)) return Corrupt("response sizes");
+    resp.join_result = static_cast<int32_t>(join_result);
   }
   if (!r.AtEnd()) return Corrupt("trailing bytes");
   *list = std::move(result);

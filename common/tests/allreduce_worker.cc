@@ -19,98 +19,19 @@
 #include <string>
 #include <vector>
 
-#include "tutti/c_api.h"
+#include "worker_util.h"
+
+using namespace worker;
 
 namespace {
 
-int failures = 0;
-int checks = 0;
-int my_rank = -1;
+using Completion = Call;
+constexpr tutti_done_fn OnDone = OnCallDone;
 
-#define CHECK(cond, ...)                                            \
-  do {                                                              \
-    ++checks;                                                       \
-    if (!(cond)) {                                                  \
-      ++failures;                                                   \
-      std::fprintf(stderr, "rank %d: FAIL %s:%d: ", my_rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                            \
-      std::fprintf(stderr, "\n");                                   \
-    }                                                               \
-  } while (0)
-
-// ---- completion tracking ----
-struct Completion {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  tutti_status status = TUTTI_OK;
-  std::string message;
-};
-
-void OnDone(void* user_data, tutti_status status, const char* message) {
-  Completion* c = static_cast<Completion*>(user_data);
-  std::lock_guard<std::mutex> lock(c->mutex);
-  c->done = true;
-  c->status = status;
-  c->message = message ? message : "";
-  c->cv.notify_all();
-}
-
-bool Wait(Completion* c, int seconds = 60) {
-  std::unique_lock<std::mutex> lock(c->mutex);
-  return c->cv.wait_for(lock, std::chrono::seconds(seconds), [c] { return c->done; });
-}
-
-// ---- float16/bfloat16 encodings, rounded to nearest even independently of the core ----
-uint16_t HalfBits(float f) {
-  _Float16 h = static_cast<_Float16>(f);  // the compiler's own IEEE conversion
-  uint16_t bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-uint16_t BFloatBits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return static_cast<uint16_t>((b + 0x7fff + ((b >> 16) & 1)) >> 16);
-}
-
-size_t ElementSize(tutti_dtype d) {
-  switch (d) {
-    case TUTTI_UINT8: case TUTTI_INT8: case TUTTI_BOOL: return 1;
-    case TUTTI_UINT16: case TUTTI_INT16: case TUTTI_FLOAT16: case TUTTI_BFLOAT16: return 2;
-    case TUTTI_INT32: case TUTTI_FLOAT32: return 4;
-    default: return 8;
-  }
-}
-
-// Writes `value` as dtype `d` at element i of buf (rounding like the core documents).
-void Store(tutti_dtype d, void* buf, size_t i, double value) {
-  switch (d) {
-    case TUTTI_UINT8: static_cast<uint8_t*>(buf)[i] = static_cast<uint8_t>(value); break;
-    case TUTTI_INT8: static_cast<int8_t*>(buf)[i] = static_cast<int8_t>(value); break;
-    case TUTTI_UINT16: static_cast<uint16_t*>(buf)[i] = static_cast<uint16_t>(value); break;
-    case TUTTI_INT16: static_cast<int16_t*>(buf)[i] = static_cast<int16_t>(value); break;
-    case TUTTI_INT32: static_cast<int32_t*>(buf)[i] = static_cast<int32_t>(value); break;
-    case TUTTI_INT64: static_cast<int64_t*>(buf)[i] = static_cast<int64_t>(value); break;
-    case TUTTI_FLOAT16: static_cast<uint16_t*>(buf)[i] = HalfBits(static_cast<float>(value)); break;
-    case TUTTI_BFLOAT16: static_cast<uint16_t*>(buf)[i] = BFloatBits(static_cast<float>(value)); break;
-    case TUTTI_FLOAT32: static_cast<float*>(buf)[i] = static_cast<float>(value); break;
-    case TUTTI_FLOAT64: static_cast<double*>(buf)[i] = value; break;
-    case TUTTI_BOOL: static_cast<uint8_t*>(buf)[i] = value != 0 ? 1 : 0; break;
-  }
-}
-
-const char* DtypeName(tutti_dtype d) {
-  static const char* names[] = {"uint8", "int8", "uint16", "int16", "int32", "int64",
-                                "float16", "bfloat16", "float32", "float64", "bool"};
-  return names[d];
-}
 const char* OpName(tutti_reduce_op op) {
   static const char* names[] = {"average", "sum", "min", "max", "product"};
   return names[op];
 }
-
-bool IsInteger(tutti_dtype d) { return d <= TUTTI_INT64; }
 
 // Contribution of `rank` to element i: small positive integers, so every sum and product
 // below is exact in every dtype.
@@ -384,11 +305,5 @@ int main(int argc, char** argv) {
   Session(1, expected_size);
   Session(2, expected_size);  // init -> shutdown -> init works
 
-  if (failures == 0) {
-    std::printf("rank %d: all %d checks passed\n", my_rank, checks);
-  } else {
-    std::printf("rank %d: %d of %d checks failed\n", my_rank, failures, checks);
-  }
-  std::fflush(stdout);
-  return failures == 0 ? 0 : 1;
+  return Finish();
 }

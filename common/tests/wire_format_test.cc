@@ -12,7 +12,11 @@ TEST(WireFormatTest, RequestListRoundTrip) {
   m.name = std::string("name with \0 byte", 16);
   m.reduce_op = TUTTI_REDUCE_PRODUCT;
   m.dtype = TUTTI_BFLOAT16;
-  m.shape = {3, 0, int64_t(1) << 40};
+  m.shapes = {{3, 0, int64_t(1) << 40}, {}};
+  m.collective = Collective::kAlltoall;
+  m.process_set = 7;
+  m.root_rank = 2;
+  m.splits = {1, 2};
   m.prescale = 0.125;
   m.postscale = -3.5;
   list.requests = {m, RequestMeta()};
@@ -24,16 +28,28 @@ TEST(WireFormatTest, RequestListRoundTrip) {
   EXPECT_EQ(p.name, m.name);
   EXPECT_EQ(p.reduce_op, m.reduce_op);
   EXPECT_EQ(p.dtype, m.dtype);
-  EXPECT_EQ(p.shape, m.shape);
+  EXPECT_EQ(p.shapes, m.shapes);
+  EXPECT_EQ(p.collective, m.collective);
+  EXPECT_EQ(p.process_set, 7);
+  EXPECT_EQ(p.root_rank, 2);
+  EXPECT_EQ(p.splits, m.splits);
   EXPECT_EQ(p.prescale, m.prescale);
   EXPECT_EQ(p.postscale, m.postscale);
-  EXPECT_TRUE(parsed.requests[1].shape.empty());
+  EXPECT_TRUE(parsed.requests[1].shapes.empty());
 }
 
 TEST(WireFormatTest, ResponseListRoundTrip) {
   ResponseList list;
   Response ok;
   ok.names = {"a", "b"};
+  ok.collective = Collective::kAllgather;
+  ok.process_set = 3;
+  ok.dtype = TUTTI_BFLOAT16;
+  ok.reduce_op = TUTTI_REDUCE_MIN;
+  ok.counts = {6};
+  ok.joined_ranks = {2};
+  ok.sizes = {1, 2, 3};
+  ok.join_result = 1;
   Response error;
   error.kind = Response::Kind::kError;
   error.names = {"c"};
@@ -44,7 +60,16 @@ TEST(WireFormatTest, ResponseListRoundTrip) {
   ASSERT_TRUE(ParseResponseList(SerializeResponseList(list), &parsed).ok());
   EXPECT_EQ(parsed.shutdown_ranks, (std::vector<int32_t>{1, 3}));
   ASSERT_EQ(parsed.responses.size(), 2u);
-  EXPECT_EQ(parsed.responses[0].names, ok.names);
+  const Response& p = parsed.responses[0];
+  EXPECT_EQ(p.names, ok.names);
+  EXPECT_EQ(p.collective, ok.collective);
+  EXPECT_EQ(p.process_set, 3);
+  EXPECT_EQ(p.dtype, TUTTI_BFLOAT16);
+  EXPECT_EQ(p.reduce_op, TUTTI_REDUCE_MIN);
+  EXPECT_EQ(p.counts, ok.counts);
+  EXPECT_EQ(p.joined_ranks, ok.joined_ranks);
+  EXPECT_EQ(p.sizes, ok.sizes);
+  EXPECT_EQ(p.join_result, 1);
   EXPECT_EQ(parsed.responses[1].kind, Response::Kind::kError);
   EXPECT_EQ(parsed.responses[1].error, "ranks disagree");
 }
@@ -53,7 +78,7 @@ TEST(WireFormatTest, RejectsTruncatedAndCorruptMessages) {
   RequestList list;
   RequestMeta m;
   m.name = "tensor";
-  m.shape = {2, 2};
+  m.shapes = {{2, 2}};
   list.requests = {m};
   const std::string bytes = SerializeRequestList(list);
   RequestList parsed;

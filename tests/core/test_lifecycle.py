@@ -46,6 +46,8 @@ def test_horovod_variable_names_are_accepted_and_named_in_errors():
     ("TUTTI_SIZE", "-3"),
     ("TUTTI_GLOO_RENDEZVOUS_PORT", "70000"),
     ("TUTTI_GLOO_TIMEOUT_SECONDS", "soon"),
+    ("TUTTI_CYCLE_TIME", "-1"),
+    ("HOROVOD_CYCLE_TIME", "fast"),
 ])
 def test_malformed_environment_value_names_the_variable(variable, value):
     env = {"TUTTI_CONTROLLER": "gloo", "TUTTI_GLOO_RENDEZVOUS_ADDR": "127.0.0.1",
@@ -64,12 +66,27 @@ def test_plain_python_runs_as_a_job_of_one():
     assert "in place: " in out and "contiguous" in out, out
 
 
+SHUT_DOWN = "tutti has been shut down: call init() again before using it"
+
+
 def test_init_shutdown_init_alone():
     out = run_alone("restart")
     assert "round 1 ok: rank 0/1 controller local" in out, out
     assert "round 2 ok: rank 0/1 controller local" in out, out
     assert sum(line.startswith("after shutdown: ") for line in out.splitlines()) == 2, out
     assert "shut down" in out, out
+
+
+def test_every_call_after_shutdown_says_to_init_again():
+    lines = [line for line in run_alone("restart").splitlines() if " after shutdown: " in line]
+    names = [line.split(" after shutdown: ")[0] for line in lines]
+    assert names == [
+        "allreduce", "allreduce_", "grouped_allreduce", "allgather", "grouped_allgather",
+        "broadcast", "broadcast_", "alltoall", "reducescatter", "grouped_reducescatter",
+        "barrier", "join", "add_process_set", "process_set_size", "mpi_threads_supported",
+        "allreduce"], lines
+    for line in lines:
+        assert line.endswith(SHUT_DOWN), line
 
 
 @pytest.mark.parametrize("controller", ["mpi", "gloo"])

@@ -7,7 +7,8 @@
  *
  * Versioning: TUTTI_C_API_VERSION changes whenever a declaration below changes in
  * an incompatible way. A plugin compares it with tutti_c_api_version() at load
- * time and refuses to run against a core with another version.
+ * time and refuses to run against a core with another version. Additions (new
+ * functions, new enum values at the end) keep the version.
  *
  * Threading: every function may be called from any thread. Collective requests
  * are executed by the core's single background thread; their completion
@@ -124,6 +125,85 @@ TUTTI_EXPORT tutti_status tutti_allreduce_async(const char* name, const tutti_te
                                                 tutti_reduce_op op, double prescale,
                                                 double postscale, tutti_done_fn done,
                                                 void* user_data);
+
+/* ---- general collectives (additions to version 1) ----------------------- */
+
+/* The collective a request asks for. The numbering is part of the ABI. */
+typedef enum {
+  TUTTI_OP_ALLREDUCE = 0,
+  TUTTI_OP_ALLGATHER = 1,     /* concatenation along the first dimension, which may differ */
+  TUTTI_OP_BROADCAST = 2,     /* root_rank's tensor to every rank of the set */
+  TUTTI_OP_ALLTOALL = 3,      /* splits along the first dimension, rank i's part j goes to j */
+  TUTTI_OP_REDUCESCATTER = 4, /* reduce, then rank i keeps the i-th part of the first dimension:
+                                 rows / size rows each, the first rows % size ranks one more */
+  TUTTI_OP_BARRIER = 5,       /* no tensors */
+  TUTTI_OP_JOIN = 6           /* no tensors; see tutti_request.result. Global set only. Until
+                                 every rank has joined, allreduces the others submit run with
+                                 zeros from the joined ranks (AVERAGE still divides by the full
+                                 set size); other collectives fail naming the joined ranks. */
+} tutti_collective;
+
+/* The global process set, containing every rank. */
+#define TUTTI_GLOBAL_PROCESS_SET 0
+
+/* Allocates output `index` of a request once its shape is known (allgather,
+ * alltoall, reducescatter): a C-contiguous host buffer of the request's dtype
+ * and `ndim` dimensions `shape`. Runs on the background thread before the
+ * collective; returning NULL fails the request. The buffer must stay valid
+ * until `done` has been called. */
+typedef void* (*tutti_allocate_fn)(void* user_data, int32_t index, int32_t ndim,
+                                   const int64_t* shape);
+
+/* One request. `num_tensors` > 1 makes a grouped request (allreduce, allgather,
+ * reducescatter): the tensors, which share one dtype, are negotiated and completed
+ * together under `name`. Names must be unique among this rank's requests in
+ * flight, whatever their process sets; a join's name is ignored. Fields a
+ * collective does not use are ignored (and not compared across ranks). */
+typedef struct {
+  const char* name;
+  tutti_collective collective;
+  int32_t process_set;          /* TUTTI_GLOBAL_PROCESS_SET or an id from tutti_add_process_set */
+  int32_t num_tensors;          /* 0 for barrier and join */
+  const tutti_tensor* inputs;   /* num_tensors views */
+  const tutti_tensor* outputs;  /* allreduce, broadcast: num_tensors views (may alias inputs);
+                                   NULL for the collectives that allocate */
+  tutti_allocate_fn allocate;   /* allgather, alltoall, reducescatter */
+  tutti_reduce_op reduce_op;    /* allreduce, reducescatter */
+  double prescale;              /* allreduce, reducescatter (1.0 for none) */
+  double postscale;
+  int32_t root_rank;            /* broadcast: rank within the process set */
+  const int32_t* splits;        /* alltoall: one count of first-dimension rows per rank of
+                                   the set, or NULL for equal parts */
+  int32_t* received_splits;     /* alltoall: set size entries, filled before done */
+  int32_t* result;              /* join: the last rank (global) to join, filled before done */
+  tutti_done_fn done;
+  void* user_data;              /* passed to done and allocate */
+} tutti_request;
+
+/* Queues a request; same contract as tutti_allreduce_async (done is called
+ * exactly once if and only if this returns TUTTI_OK). The core copies what it
+ * needs from `request` and the views before returning; the tensors' data must
+ * stay valid until done. */
+TUTTI_EXPORT tutti_status tutti_enqueue(const tutti_request* request);
+
+/* ---- process sets --------------------------------------------------------- */
+/* Registers a process set of the given global ranks (sorted, distinct). Every
+ * rank of the job must call it with the same ranks, in the same order relative to
+ * other process-set calls; it blocks until all have (at most
+ * TUTTI_GLOO_TIMEOUT_SECONDS, then TUTTI_ERR_ABORTED). Writes the new id; ids
+ * are never reused. Must not be called from a done or allocate callback. */
+TUTTI_EXPORT tutti_status tutti_add_process_set(const int32_t* ranks, int32_t num_ranks,
+                                                int32_t* id_out);
+/* Removes a process set (collective over every rank, like adding it). */
+TUTTI_EXPORT tutti_status tutti_remove_process_set(int32_t id);
+/* This rank's rank within the set, or -1 if not included (or unknown id). */
+TUTTI_EXPORT int tutti_process_set_rank(int32_t id);
+/* Number of ranks in the set, or -1 for an unknown id. */
+TUTTI_EXPORT int tutti_process_set_size(int32_t id);
+/* Copies up to `capacity` global ranks of the set; returns the set's size or -1. */
+TUTTI_EXPORT int tutti_process_set_ranks(int32_t id, int32_t* ranks_out, int32_t capacity);
+/* 1 if MPI was initialized with MPI_THREAD_MULTIPLE (0 otherwise, or not MPI). */
+TUTTI_EXPORT int tutti_mpi_threads_supported(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

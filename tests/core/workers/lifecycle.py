@@ -3,7 +3,8 @@
 Each scenario prints lines the test reads; an unexpected outcome raises (exit status 1).
   before_init  every call that needs init fails with NotInitializedError naming the fix
   init_error   init() fails; prints "ERROR <class>: <message>"
-  restart      init -> allreduce -> shutdown -> (calls fail) -> init -> allreduce -> shutdown
+  restart      init -> allreduce -> shutdown -> (every call fails) -> init -> allreduce ->
+               shutdown
   single       a plain process: size 1, local controller, identity reductions, bad arguments
 """
 
@@ -65,8 +66,33 @@ def restart():
         say("after shutdown: %s" % expect(hvd.NotInitializedError, hvd.rank))
         say("allreduce after shutdown: %s" % expect(
             hvd.NotInitializedError, hvd.allreduce, np.ones(2), name="late"))
+        if round_number == 1:
+            after_shutdown()
         say("round %d ok: rank %d/%d controller %s" % (round_number, rank, size, controller))
     hvd.shutdown()  # shutting down twice is harmless
+
+
+def after_shutdown():
+    """Every other call that needs a running core fails the same clear way."""
+    x = np.ones((2, 2), np.float32)
+    calls = {
+        "allreduce_": lambda: hvd.allreduce_(x.copy()),
+        "grouped_allreduce": lambda: hvd.grouped_allreduce([x, x]),
+        "allgather": lambda: hvd.allgather(x),
+        "grouped_allgather": lambda: hvd.grouped_allgather([x]),
+        "broadcast": lambda: hvd.broadcast(x, 0),
+        "broadcast_": lambda: hvd.broadcast_(x.copy(), 0),
+        "alltoall": lambda: hvd.alltoall(x),
+        "reducescatter": lambda: hvd.reducescatter(x),
+        "grouped_reducescatter": lambda: hvd.grouped_reducescatter([x]),
+        "barrier": hvd.barrier,
+        "join": hvd.join,
+        "add_process_set": lambda: hvd.add_process_set([0]),
+        "process_set_size": hvd.global_process_set.size,
+        "mpi_threads_supported": hvd.mpi_threads_supported,
+    }
+    for label, call in calls.items():
+        say("%s after shutdown: %s" % (label, expect(hvd.NotInitializedError, call)))
 
 
 def single():

@@ -2,7 +2,7 @@
 
 It loads the core library (one per process, shared by every framework plugin) and offers
 the functions every plugin re-exports: init/shutdown, rank/size and friends, build facts,
-reduction operators and the exception classes.
+reduction operators, process sets and the exception classes.
 """
 
 __version__ = "0.1.0"
@@ -38,8 +38,56 @@ from .basics import (
     local_size,
     mpi_built,
     mpi_enabled,
+    mpi_threads_supported,
     nccl_built,
     rank,
     shutdown,
     size,
 )
+from .process_sets import (
+    ProcessSet,
+    add_process_set,
+    global_process_set,
+    remove_process_set,
+)
+
+# The shared API: every framework plugin re-exports exactly these names (`from tutti.common
+# import *`), so `hvd.init()`, `hvd.rank()`, process sets and the exceptions are the same
+# objects whichever framework a script imports.
+__all__ = [
+    "init",
+    "shutdown",
+    "is_initialized",
+    "rank",
+    "size",
+    "local_rank",
+    "local_size",
+    "cross_rank",
+    "cross_size",
+    "controller",
+    "background_thread_id",
+    "mpi_built",
+    "gloo_built",
+    "nccl_built",
+    "cuda_built",
+    "mpi_enabled",
+    "gloo_enabled",
+    "mpi_threads_supported",
+    "ReduceOp",
+    "Average",
+    "Sum",
+    "Min",
+    "Max",
+    "Product",
+    "ProcessSet",
+    "global_process_set",
+    "add_process_set",
+    "remove_process_set",
+    "TuttiError",
+    "NotInitializedError",
+    "InvalidArgumentError",
+    "PreconditionError",
+    "UnsupportedError",
+    "AbortedError",
+    "InternalError",
+]

@@ -2,6 +2,7 @@
 
 import atexit
 import enum
+import warnings
 
 from . import core
 from .exceptions import NotInitializedError
@@ -39,11 +40,42 @@ DTYPE = {
 }
 
 
-def init():
+# Number of times init() started the core in this process; identifies the running session,
+# so that registrations of an earlier session (process sets) are recognised as stale.
+_session = 0
+
+
+def session():
+    """Number of the running session: how many times init() started the core."""
+    return _session
+
+
+def init(process_sets=None):
     """Starts tutti in this process: reads the TUTTI_* environment, connects to the other
     ranks (MPI under mpirun, Gloo under tuttirun, alone otherwise) and starts the core's
-    background thread. Calling it again while initialized does nothing."""
-    core.check(core.lib.tutti_init())
+    background thread.
+
+    process_sets: ProcessSets (or lists of global ranks) to register right after the core
+    starts, the same on every rank; they stay registered until shutdown(). Calling init()
+    again while initialized only registers the given sets that are not registered yet.
+    Returns the registered ProcessSets, in the order given (lists become ProcessSets). A
+    failure raises the core's error; an init() that started the core and then failed to
+    register a set shuts the core down again.
+    """
+    global _session
+    from . import process_sets as sets
+
+    wanted = sets.normalized_list(process_sets)  # bad arguments fail before connecting
+    started = not core.lib.tutti_is_initialized()
+    if started:
+        core.check(core.lib.tutti_init())
+        _session += 1
+    try:
+        return sets.register_static(wanted)
+    except Exception:
+        if started:
+            core.lib.tutti_shutdown()
+        raise
 
 
 def shutdown():
@@ -135,6 +167,13 @@ def cuda_built():
     return _built("cuda")
 
 
+def mpi_threads_supported():
+    """True when the job runs on MPI initialized with MPI_THREAD_MULTIPLE, so that the
+    application may call MPI from several threads itself."""
+    rank()  # raises NotInitializedError before init()
+    return bool(core.lib.tutti_mpi_threads_supported())
+
+
 def background_thread_id():
     """Linux thread id of the core's background thread (0 before init()). Every framework
     in one process reports the same id, because they share one core."""
@@ -146,3 +185,28 @@ def _shutdown_at_exit():
     # Stop the background thread while the interpreter can still run completion callbacks.
     if core.lib.tutti_is_initialized():
         core.lib.tutti_shutdown()
+
+
+def resolve_reduce_op(op=None, average=None):
+    """The ReduceOp for Horovod's pair of arguments: `op`, or the deprecated `average` flag.
+
+    Average when both are None; giving both is an error, as is an unknown op. Every plugin's
+    collectives use this, so the rule and its messages are the same in every framework.
+    """
+    if op is not None and average is not None:
+        raise ValueError("pass either op or the deprecated average argument, not both")
+    if average is not None:
+        warnings.warn(
+            "the average argument is deprecated; pass op=hvd.Average or op=hvd.Sum",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return ReduceOp.Average if average else ReduceOp.Sum
+    if op is None:
+        return ReduceOp.Average
+    try:
+        return ReduceOp(op)
+    except ValueError:
+        raise ValueError(
+            "op must be one of hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product; got %r" % (op,)
+        ) from None

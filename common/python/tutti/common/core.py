@@ -34,6 +34,47 @@ class Tensor(ctypes.Structure):
 # void (*tutti_done_fn)(void* user_data, tutti_status status, const char* message)
 DONE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
 
+# void* (*tutti_allocate_fn)(void* user_data, int32_t index, int32_t ndim, const int64_t* shape)
+ALLOCATE_FN = ctypes.CFUNCTYPE(
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+    ctypes.POINTER(ctypes.c_int64),
+)
+
+# tutti_collective values.
+ALLREDUCE = 0
+ALLGATHER = 1
+BROADCAST = 2
+ALLTOALL = 3
+REDUCESCATTER = 4
+BARRIER = 5
+JOIN = 6
+
+# TUTTI_GLOBAL_PROCESS_SET
+GLOBAL_PROCESS_SET = 0
+
+
+class Request(ctypes.Structure):
+    """struct tutti_request: one collective request for tutti_enqueue (same field order)."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("collective", ctypes.c_int),
+        ("process_set", ctypes.c_int32),
+        ("num_tensors", ctypes.c_int32),
+        ("inputs", ctypes.POINTER(Tensor)),
+        ("outputs", ctypes.POINTER(Tensor)),
+        ("allocate", ALLOCATE_FN),
+        ("reduce_op", ctypes.c_int),
+        ("prescale", ctypes.c_double),
+        ("postscale", ctypes.c_double),
+        ("root_rank", ctypes.c_int32),
+        ("splits", ctypes.POINTER(ctypes.c_int32)),
+        ("received_splits", ctypes.POINTER(ctypes.c_int32)),
+        ("result", ctypes.POINTER(ctypes.c_int32)),
+        ("done", DONE_FN),
+        ("user_data", ctypes.c_void_p),
+    ]
+
 # name: (restype, argtypes) for every function of the C ABI.
 _SIGNATURES = {
     "tutti_c_api_version": (ctypes.c_int, []),
@@ -64,6 +105,18 @@ _SIGNATURES = {
             ctypes.c_void_p,
         ],
     ),
+    "tutti_enqueue": (ctypes.c_int, [ctypes.POINTER(Request)]),
+    "tutti_add_process_set": (
+        ctypes.c_int,
+        [ctypes.POINTER(ctypes.c_int32), ctypes.c_int32, ctypes.POINTER(ctypes.c_int32)],
+    ),
+    "tutti_remove_process_set": (ctypes.c_int, [ctypes.c_int32]),
+    "tutti_process_set_rank": (ctypes.c_int, [ctypes.c_int32]),
+    "tutti_process_set_size": (ctypes.c_int, [ctypes.c_int32]),
+    "tutti_process_set_ranks": (
+        ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_int32), ctypes.c_int32],
+    ),
+    "tutti_mpi_threads_supported": (ctypes.c_int, []),
 }
 
 

@@ -9,11 +9,19 @@ try:  # bfloat16 is not a numpy type; ml_dtypes (installed by TensorFlow) provid
 except ImportError:
     ml_dtypes = None
 
+
+def _numpy_dtype(name):
+    if name == "bfloat16":
+        return numpy.dtype(ml_dtypes.bfloat16) if ml_dtypes is not None else None
+    return numpy.dtype(name)
+
+
+# In the order of the C ABI's codes.
 _CODES = {
-    numpy.dtype(name): code for name, code in DTYPE.items() if name != "bfloat16"
+    _numpy_dtype(name): code
+    for name, code in sorted(DTYPE.items(), key=lambda item: item[1])
+    if _numpy_dtype(name) is not None
 }
-if ml_dtypes is not None:
-    _CODES[numpy.dtype(ml_dtypes.bfloat16)] = DTYPE["bfloat16"]
 
 
 def supported():

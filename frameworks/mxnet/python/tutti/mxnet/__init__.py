@@ -19,68 +19,16 @@ from tutti.common import plugin as _plugin
 
 _plugin.check_core_version("tutti-mxnet", __version__, _SUPPORTED_CORE)
 
-from tutti.common.basics import (  # noqa: E402
-    Average,
-    Max,
-    Min,
-    Product,
-    ReduceOp,
-    Sum,
-    background_thread_id,
-    controller,
-    cross_rank,
-    cross_size,
-    cuda_built,
-    gloo_built,
-    gloo_enabled,
-    init,
-    is_initialized,
-    local_rank,
-    local_size,
-    mpi_built,
-    mpi_enabled,
-    nccl_built,
-    rank,
-    shutdown,
-    size,
-)
-from tutti.common.exceptions import (  # noqa: E402
-    NotInitializedError,
-    TuttiError,
-)
+from tutti.common import *  # noqa: E402,F401,F403  (the shared API, see tutti.common.__all__)
 
 from . import _native  # noqa: E402,F401  (loads the op library; raises a clear ImportError)
 from .functions import broadcast_parameters  # noqa: E402
 from .ops import allreduce, allreduce_  # noqa: E402
 from .trainer import DistributedTrainer  # noqa: E402
 
-__all__ = [
-    "__version__",
-    "init",
-    "shutdown",
-    "is_initialized",
-    "rank",
-    "size",
-    "local_rank",
-    "local_size",
-    "cross_rank",
-    "cross_size",
-    "mpi_built",
-    "gloo_built",
-    "nccl_built",
-    "cuda_built",
-    "mpi_enabled",
-    "gloo_enabled",
-    "background_thread_id",
-    "controller",
-    "ReduceOp",
-    "Average",
-    "Sum",
-    "Min",
-    "Max",
-    "Product",
-    "TuttiError",
-    "NotInitializedError",
+import tutti.common as _common  # noqa: E402
+
+__all__ = ["__version__"] + _common.__all__ + [
     "allreduce",
     "allreduce_",
     "broadcast_parameters",

@@ -7,12 +7,11 @@ mxnet.base.MXNetError carrying the core's message.
 """
 
 import itertools
-import warnings
 
 import mxnet as mx
 import numpy
 from tutti.common import basics
-from tutti.common.basics import ReduceOp
+from tutti.common.basics import resolve_reduce_op
 from tutti.common.exceptions import NotInitializedError, UnsupportedError
 
 from . import _native
@@ -22,28 +21,6 @@ _HOST_DEVICES = ("cpu", "cpu_pinned", "cpu_shared")
 
 # Names for requests the caller did not name; every rank issues them in the same order.
 _unnamed_requests = itertools.count()
-
-
-def reduce_op(op, average):
-    """The ReduceOp for the Horovod-style pair (op, average); Average when both are None."""
-    if op is not None and average is not None:
-        raise ValueError("pass either op or the deprecated average argument, not both")
-    if average is not None:
-        warnings.warn(
-            "the average argument is deprecated; pass op=hvd.Average or op=hvd.Sum",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return ReduceOp.Average if average else ReduceOp.Sum
-    if op is None:
-        return ReduceOp.Average
-    try:
-        return ReduceOp(op)
-    except ValueError:
-        raise ValueError(
-            "op must be one of hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product; got %r"
-            % (op,)
-        ) from None
 
 
 def dtype_name(array):
@@ -129,7 +106,7 @@ def allreduce(
     the reduction.
     """
     check_tensor(tensor, "allreduce")
-    op = reduce_op(op, average)
+    op = resolve_reduce_op(op, average)
     _check_initialized("allreduce")
     name = _request_name(name, "allreduce")
     output = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
@@ -151,7 +128,7 @@ def allreduce_(
     """In-place allreduce: like allreduce(), but writes the result into `tensor` and
     returns it."""
     check_tensor(tensor, "allreduce_")
-    op = reduce_op(op, average)
+    op = resolve_reduce_op(op, average)
     _check_initialized("allreduce_")
     name = _request_name(name, "allreduce")
     _push_allreduce(tensor, tensor, name, op, prescale_factor, postscale_factor, priority)

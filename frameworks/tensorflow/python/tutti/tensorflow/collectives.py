@@ -1,26 +1,11 @@
 """The public collectives of tutti.tensorflow, with Horovod's signatures."""
 
-import warnings
 
 import tensorflow as tf
-from tutti.common.basics import ReduceOp
+from tutti.common.basics import resolve_reduce_op
 
 from .compression import Compression
 from .mpi_ops import _allreduce
-
-
-def _resolve_op(op, average):
-    """Horovod's rule: `op` supersedes the deprecated `average`; the default is Average."""
-    if op is not None and average is not None:
-        raise ValueError("allreduce: give either op or the deprecated average, not both")
-    if average is not None:
-        warnings.warn(
-            "allreduce(average=...) is deprecated; use op=hvd.Average or op=hvd.Sum",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return ReduceOp.Average if average else ReduceOp.Sum
-    return ReduceOp.Average if op is None else op
 
 
 def allreduce(tensor, average=None, device_dense="", device_sparse="", compression=None,
@@ -43,7 +28,7 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="", compressi
     Failures reported by the core (e.g. ranks disagreeing on dtype or shape) raise
     tf.errors.FailedPreconditionError with the core's message.
     """
-    op = _resolve_op(op, average)
+    op = resolve_reduce_op(op, average)
     compression = compression or Compression.none
     if isinstance(tensor, tf.IndexedSlices):
         with tf.device(device_sparse):

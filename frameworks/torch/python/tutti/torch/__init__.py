@@ -15,40 +15,7 @@ from .version import __version__
 # Refuse a tutti-core outside the supported range before touching the native library.
 _plugin.check_core_version("tutti-torch", __version__, _CORE_REQUIREMENT)
 
-from tutti.common.basics import (  # noqa: E402
-    Average,
-    Max,
-    Min,
-    Product,
-    ReduceOp,
-    Sum,
-    background_thread_id,
-    controller,
-    cross_rank,
-    cross_size,
-    cuda_built,
-    gloo_built,
-    gloo_enabled,
-    init,
-    is_initialized,
-    local_rank,
-    local_size,
-    mpi_built,
-    mpi_enabled,
-    nccl_built,
-    rank,
-    shutdown,
-    size,
-)
-from tutti.common.exceptions import (  # noqa: E402
-    AbortedError,
-    InternalError,
-    InvalidArgumentError,
-    NotInitializedError,
-    PreconditionError,
-    TuttiError,
-    UnsupportedError,
-)
+from tutti.common import *  # noqa: E402,F401,F403  (the shared API, see tutti.common.__all__)
 
 from .collectives import (  # noqa: E402
     allreduce,

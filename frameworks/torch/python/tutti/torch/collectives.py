@@ -7,10 +7,9 @@ matching tutti.common exception (all are RuntimeError subclasses) with the core'
 """
 
 import numbers
-import warnings
 
 import torch
-from tutti.common.basics import Average, ReduceOp, Sum
+from tutti.common.basics import Average, ReduceOp, Sum, resolve_reduce_op
 from tutti.common.exceptions import error_for_status
 
 from ._native import ops
@@ -32,27 +31,6 @@ def _call(op, *args):
         if not status:
             raise  # not raised by tutti (e.g. the dispatcher rejected the arguments)
         raise error_for_status(status, str(error)) from None
-
-
-def _reduce_op(average, op):
-    """The ReduceOp from Horovod's (deprecated) `average` flag or its `op` argument."""
-    if op is not None and average is not None:
-        raise ValueError("pass either op or the deprecated average argument, not both")
-    if average is not None:
-        warnings.warn(
-            "the average argument is deprecated; use op=tutti.torch.Average or op=tutti.torch.Sum",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return Average if average else Sum
-    if op is None:
-        return Average
-    try:
-        return ReduceOp(op)
-    except ValueError:
-        raise ValueError(
-            "op must be one of tutti.torch.Average, Sum, Min, Max or Product; got %r" % (op,)
-        ) from None
 
 
 def _request_args(tensor, name, op, prescale_factor, postscale_factor):
@@ -77,7 +55,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     request across ranks; without one, requests are matched by the order they are made in.
     The tensor must not be modified until the request is synchronized.
     """
-    op = _reduce_op(average, op)
+    op = resolve_reduce_op(op, average)
     output, handle = _call(
         ops.allreduce_async, *_request_args(tensor, name, op, prescale_factor, postscale_factor)
     )
@@ -89,7 +67,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                      postscale_factor=1.0):
     """Like allreduce_async, but the result replaces the contents of `tensor`;
     synchronize() returns `tensor`."""
-    op = _reduce_op(average, op)
+    op = resolve_reduce_op(op, average)
     handle = _call(
         ops.allreduce_async_, *_request_args(tensor, name, op, prescale_factor, postscale_factor)
     )
@@ -154,7 +132,7 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None,
     tensors as float16. prescale_factor/postscale_factor multiply the input before and the
     result after the reduction. name identifies the request across ranks.
     """
-    op = _reduce_op(average, op)
+    op = resolve_reduce_op(op, average)
     compression = compression or Compression.none
     compressed, context = compression.compress(tensor)
     reduced = _Allreduce.apply(compressed, name, op, prescale_factor, postscale_factor)

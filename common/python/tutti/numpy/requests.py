@@ -1,0 +1,168 @@
+"""Turns numpy arrays and arguments into a tutti_request and queues it with the core."""
+
+import collections
+import ctypes
+import itertools
+import numbers
+import threading
+
+import numpy
+
+from tutti.common import basics, core, process_sets
+from tutti.common.basics import ReduceOp
+from tutti.common.exceptions import InvalidArgumentError
+
+from . import dtypes, handles
+
+# Unnamed requests are numbered per (session, kind of call, process set) in call order, so
+# the same sequence of calls produces the same names on every rank, and ranks outside a
+# process set do not shift the numbering of the others.
+_counters = collections.defaultdict(itertools.count)
+_counters_lock = threading.Lock()
+
+
+def request_name(name, kind, set_id):
+    """`name`, checked, or the next automatic name for `kind` on process set `set_id`."""
+    if name is None:
+        with _counters_lock:
+            number = next(_counters[(basics.session(), kind, set_id)])
+        suffix = "" if set_id == core.GLOBAL_PROCESS_SET else ".set%d" % set_id
+        return "%s.noname.%d%s" % (kind, number, suffix)
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentError("name must be a non-empty string, got %r" % (name,))
+    return name
+
+
+def restart_numbering():
+    """Every rank numbers unnamed requests from 0 again (after join(), where ranks may have
+    made different numbers of calls)."""
+    with _counters_lock:
+        _counters.clear()
+
+
+def reduce_op(op):
+    try:
+        return ReduceOp(op)
+    except ValueError:
+        raise InvalidArgumentError(
+            "op must be one of %s, got %r" % (", ".join(o.name for o in ReduceOp), op)
+        ) from None
+
+
+def scale_factor(value, which):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError("%s must be a number, got %r" % (which, value))
+    return float(value)
+
+
+def rank_argument(value, which):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidArgumentError("%s must be an integer, got %r" % (which, value))
+    return int(value)
+
+
+def source_array(array):
+    """`array` as a C-contiguous numpy array (a copy only when needed)."""
+    return numpy.asarray(array, order="C")
+
+
+def check_in_place(array):
+    if not isinstance(array, numpy.ndarray):
+        raise InvalidArgumentError(
+            "an in-place operation needs a numpy.ndarray, got %s" % type(array).__name__
+        )
+    if not array.flags.c_contiguous:
+        raise InvalidArgumentError(
+            "an in-place operation needs a C-contiguous array; pass "
+            "numpy.ascontiguousarray(array) or use the out-of-place function"
+        )
+    if not array.flags.writeable:
+        raise InvalidArgumentError("an in-place operation needs a writeable array")
+
+
+def group(arrays, what):
+    """The list of arrays of a grouped call; InvalidArgumentError for an empty or non-list
+    argument."""
+    if isinstance(arrays, numpy.ndarray) or not isinstance(arrays, (list, tuple)):
+        raise InvalidArgumentError("%s needs a list of arrays, got %s"
+                                   % (what, type(arrays).__name__))
+    if not arrays:
+        raise InvalidArgumentError("%s needs at least one array" % what)
+    return list(arrays)
+
+
+def _views(arrays):
+    """A ctypes array of tutti_tensor views of `arrays`, and the shape buffers behind them."""
+    views = (core.Tensor * max(len(arrays), 1))()
+    shapes = []
+    for i, array in enumerate(arrays):
+        shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
+        shapes.append(shape)
+        views[i] = core.Tensor(
+            data=array.ctypes.data,
+            dtype=dtypes.code_of(array.dtype),
+            ndim=array.ndim,
+            shape=ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)),
+        )
+    return views, shapes
+
+
+def set_size(set_id):
+    if set_id == core.GLOBAL_PROCESS_SET:
+        return basics.size()
+    return core.lib.tutti_process_set_size(set_id)
+
+
+def int32_buffer(count):
+    return numpy.zeros(max(count, 1), dtype=numpy.int32)
+
+
+def _pointer(buffer):
+    if buffer is None:
+        return None
+    return buffer.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+
+
+def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
+           allocates=False, op=ReduceOp.Average, prescale=1.0, postscale=1.0, root_rank=0,
+           splits=None, received_splits=None, result=None):
+    """Queues one request with the core and returns its Handle.
+
+    inputs: C-contiguous arrays; outputs: arrays of the same shapes (allreduce, broadcast),
+    or None when the core allocates them (allocates=True) through the handle. splits,
+    received_splits and result are int32 arrays the core reads or fills. finish(allocated)
+    builds the result synchronize() returns.
+    """
+    set_id = process_sets.request_id(process_set)
+    input_views, input_shapes = _views(inputs)
+    output_views, output_shapes = _views(outputs) if outputs is not None else (None, None)
+    name = request_name(name, kind, set_id)  # last: a refused call consumes no number
+    # The core copies the request and the views while tutti_enqueue runs, but reads and
+    # writes the data, splits and result buffers until `done`.
+    keepalive = (inputs, outputs, splits, received_splits, result,
+                 input_views, input_shapes, output_views, output_shapes)
+
+    def enqueue(user_data):
+        request = core.Request(
+            name=name.encode(),
+            collective=collective,
+            process_set=set_id,
+            num_tensors=len(inputs),
+            inputs=ctypes.cast(input_views, ctypes.POINTER(core.Tensor)) if inputs else None,
+            outputs=(ctypes.cast(output_views, ctypes.POINTER(core.Tensor))
+                     if outputs is not None else None),
+            allocate=handles.ON_ALLOCATE if allocates else core.ALLOCATE_FN(),
+            reduce_op=int(op),
+            prescale=prescale,
+            postscale=postscale,
+            root_rank=root_rank,
+            splits=_pointer(splits),
+            received_splits=_pointer(received_splits),
+            result=_pointer(result),
+            done=handles.ON_DONE,
+            user_data=user_data,
+        )
+        return core.lib.tutti_enqueue(ctypes.byref(request))
+
+    output_dtypes = [a.dtype for a in inputs] if allocates else ()
+    return handles.submit(name, finish, keepalive, enqueue, output_dtypes)

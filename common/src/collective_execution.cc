@@ -1,0 +1,208 @@
+#include "collective_execution.h"
+
+#include <cstring>
+#include <string>
+
+#include "collective_plan.h"
+#include "dtype.h"
+#include "reduce_kernels.h"
+
+namespace tutti {
+namespace {
+
+// AVERAGE is a SUM on the wire, divided by the set size afterwards.
+tutti_reduce_op WireOp(tutti_reduce_op op) {
+  return op == TUTTI_REDUCE_AVERAGE ? TUTTI_REDUCE_SUM : op;
+}
+
+std::vector<int64_t> Times(const std::vector<int64_t>& rows, int64_t factor) {
+  std::vector<int64_t> result;
+  for (int64_t r : rows) result.push_back(r * factor);
+  return result;
+}
+
+}  // namespace
+
+Status CollectiveExecutor::Execute(const Response& response, const PendingOp& op) {
+  const int set_size = sets_->Size(response.process_set);
+  const int set_rank = sets_->RankIn(response.process_set, rank_);
+  Status s;
+  switch (response.collective) {
+    case Collective::kAllreduce: s = Allreduce(response, op, set_size); break;
+    case Collective::kAllgather: s = Allgather(response, op, set_size); break;
+    case Collective::kBroadcast: s = Broadcast(response, op); break;
+    case Collective::kAlltoall: s = Alltoall(response, op, set_size, set_rank); break;
+    case Collective::kReducescatter: s = Reducescatter(response, op, set_size, set_rank); break;
+    case Collective::kBarrier: s = controller_->Barrier(response.process_set); break;
+    case Collective::kJoin:
+      if (op.result != nullptr) *op.result = response.join_result;
+      break;
+    case Collective::kAddProcessSet: s = AddProcessSet(op); break;
+    case Collective::kRemoveProcessSet: s = RemoveProcessSet(op); break;
+  }
+  if (s.ok()) return s;
+  return Status(s.code(), std::string(CollectiveName(response.collective)) + " of tensor '" +
+                              op.meta.name + "' failed: " + s.message());
+}
+
+Status CollectiveExecutor::ExecuteJoined(const Response& response) {
+  // One fused reduction over all the request's tensors, like the ranks that submitted it.
+  int64_t total = 0;
+  for (int64_t count : response.counts) total += count;
+  const size_t bytes = total * DtypeSize(response.dtype);
+  char* zeros = Scratch(bytes);
+  std::memset(zeros, 0, bytes);
+  return controller_->Allreduce(response.process_set, zeros, total, response.dtype,
+                                WireOp(response.reduce_op));
+}
+
+Status CollectiveExecutor::Allreduce(const Response& response, const PendingOp& op,
+                                     int set_size) {
+  const RequestMeta& meta = op.meta;
+  const size_t element = DtypeSize(meta.dtype);
+  const bool average = meta.reduce_op == TUTTI_REDUCE_AVERAGE;
+  // A single tensor reduces in its output; a group is packed into one scratch buffer so the
+  // transport runs one collective for all of it.
+  const bool fused = op.tensors.size() > 1;
+  int64_t total = 0;
+  for (const TensorView& t : op.tensors) total += ElementCount(t.shape);
+  char* buffer = fused ? Scratch(total * element) : static_cast<char*>(op.tensors[0].output);
+  size_t offset = 0;
+  for (const TensorView& t : op.tensors) {
+    const size_t bytes = ElementCount(t.shape) * element;
+    if (bytes > 0 && buffer + offset != t.input) std::memmove(buffer + offset, t.input, bytes);
+    offset += bytes;
+  }
+  ScaleInPlace(meta.dtype, buffer, total, meta.prescale);
+  Status s = controller_->Allreduce(response.process_set, buffer, total, meta.dtype,
+                                    WireOp(meta.reduce_op));
+  if (!s.ok()) return s;
+  ScaleInPlace(meta.dtype, buffer, total, meta.postscale, average ? set_size : 1);
+  if (!fused) return Status::OK();
+  offset = 0;
+  for (const TensorView& t : op.tensors) {
+    const size_t bytes = ElementCount(t.shape) * element;
+    if (bytes > 0) std::memcpy(t.output, buffer + offset, bytes);
+    offset += bytes;
+  }
+  return Status::OK();
+}
+
+Status CollectiveExecutor::Allgather(const Response& response, const PendingOp& op,
+                                     int set_size) {
+  const size_t element = DtypeSize(op.meta.dtype);
+  for (size_t i = 0; i < op.tensors.size(); ++i) {
+    const TensorView& t = op.tensors[i];
+    std::vector<int64_t> rows(response.sizes.begin() + i * set_size,
+                              response.sizes.begin() + (i + 1) * set_size);
+    std::vector<int64_t> shape = t.shape;
+    shape[0] = 0;
+    for (int64_t r : rows) shape[0] += r;
+    const int64_t row = RowElements(t.shape);
+    void* output;
+    Status s = Allocate(op, static_cast<int>(i), shape, ElementCount(shape) * element, &output);
+    if (s.ok()) {
+      s = controller_->Allgatherv(response.process_set, t.input, output, Times(rows, row),
+                                  element);
+    }
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status CollectiveExecutor::Broadcast(const Response& response, const PendingOp& op) {
+  const TensorView& t = op.tensors[0];
+  const int64_t bytes = ElementCount(t.shape) * DtypeSize(op.meta.dtype);
+  if (t.output != t.input && bytes > 0) std::memmove(t.output, t.input, bytes);
+  return controller_->Broadcast(response.process_set, t.output, bytes, op.meta.root_rank);
+}
+
+Status CollectiveExecutor::Alltoall(const Response& response, const PendingOp& op, int set_size,
+                                    int set_rank) {
+  const TensorView& t = op.tensors[0];
+  const size_t element = DtypeSize(op.meta.dtype);
+  std::vector<int64_t> sent(response.sizes.begin() + set_rank * set_size,
+                            response.sizes.begin() + (set_rank + 1) * set_size);
+  std::vector<int64_t> received = ReceivedSplits(response.sizes, set_size, set_rank);
+  std::vector<int64_t> shape = t.shape;
+  shape[0] = 0;
+  for (int64_t r : received) shape[0] += r;
+  const int64_t row = RowElements(t.shape);
+  void* output;
+  Status s = Allocate(op, 0, shape, ElementCount(shape) * element, &output);
+  if (s.ok()) {
+    s = controller_->Alltoallv(response.process_set, t.input, Times(sent, row), output,
+                               Times(received, row), element);
+  }
+  if (s.ok() && op.received_splits != nullptr) {
+    for (int i = 0; i < set_size; ++i) op.received_splits[i] = static_cast<int32_t>(received[i]);
+  }
+  return s;
+}
+
+Status CollectiveExecutor::Reducescatter(const Response& response, const PendingOp& op,
+                                         int set_size, int set_rank) {
+  const RequestMeta& meta = op.meta;
+  const size_t element = DtypeSize(meta.dtype);
+  const bool average = meta.reduce_op == TUTTI_REDUCE_AVERAGE;
+  for (size_t i = 0; i < op.tensors.size(); ++i) {
+    const TensorView& t = op.tensors[i];
+    const std::vector<int64_t> rows = ReducescatterRows(t.shape[0], set_size);
+    std::vector<int64_t> shape = t.shape;
+    shape[0] = rows[set_rank];
+    const int64_t count = ElementCount(t.shape);
+    const int64_t out_count = ElementCount(shape);
+    void* output;
+    Status s = Allocate(op, static_cast<int>(i), shape, out_count * element, &output);
+    if (!s.ok()) return s;
+    // The reduction works on a copy: the input stays untouched and the transport may clobber it.
+    char* work = Scratch(count * element);
+    if (count > 0) std::memcpy(work, t.input, count * element);
+    ScaleInPlace(meta.dtype, work, count, meta.prescale);
+    s = controller_->ReduceScatter(response.process_set, set_rank, work,
+                                   Times(rows, RowElements(t.shape)), output, meta.dtype,
+                                   WireOp(meta.reduce_op));
+    if (!s.ok()) return s;
+    ScaleInPlace(meta.dtype, output, out_count, meta.postscale, average ? set_size : 1);
+  }
+  return Status::OK();
+}
+
+Status CollectiveExecutor::AddProcessSet(const PendingOp& op) {
+  std::vector<int32_t> ranks(op.meta.shapes[0].begin(), op.meta.shapes[0].end());
+  const int32_t id = sets_->Add(ranks);
+  Status s = controller_->AddProcessSet(id, ranks);
+  if (!s.ok()) {
+    sets_->Remove(id);
+    return s;
+  }
+  if (op.result != nullptr) *op.result = id;
+  return Status::OK();
+}
+
+Status CollectiveExecutor::RemoveProcessSet(const PendingOp& op) {
+  const int32_t id = static_cast<int32_t>(op.meta.shapes[0][0]);
+  if (!sets_->Remove(id)) {
+    return Status::InvalidArgument("process set " + std::to_string(id) + " is unknown");
+  }
+  controller_->RemoveProcessSet(id);
+  return Status::OK();
+}
+
+Status CollectiveExecutor::Allocate(const PendingOp& op, int index,
+                                    const std::vector<int64_t>& shape, int64_t bytes,
+                                    void** data) {
+  *data = op.allocate(op.user_data, index, static_cast<int32_t>(shape.size()), shape.data());
+  if (*data == nullptr && bytes > 0) {
+    return Status::Internal("the allocate callback returned NULL for output " +
+                            std::to_string(index));
+  }
+  return Status::OK();
+}
+
+char* CollectiveExecutor::Scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+}  // namespace tutti

@@ -1,0 +1,64 @@
+"""A rank that leaves mid-job gives the others an error, never a hang
+(workers/dead_peer.py, 3 ranks; the last rank leaves after three allreduces)."""
+
+import re
+import sys
+
+import pytest
+
+import launch
+
+WORKER = launch.worker("workers/dead_peer.py")
+# Bound on how long the survivors may take to notice, well below the job timeout.
+NOTICE_SECONDS = 30
+
+
+def survivors_errors(result):
+    found = {}
+    for match in re.finditer(r"rank (\d+): error after ([\d.]+) s: (\w+): (.*)$",
+                             result.stdout, re.M):
+        found[int(match.group(1))] = (float(match.group(2)), match.group(3), match.group(4))
+    return found
+
+
+def run(controller, mode):
+    result = launch.run_ranks(3, [sys.executable, WORKER, mode], controller=controller,
+                              env={"TUTTI_GLOO_TIMEOUT_SECONDS": "20"}, timeout=120)
+    print(result.stdout)
+    return result
+
+
+@pytest.mark.parametrize("controller", ["mpi", "gloo"])
+def test_a_peer_exiting_without_shutdown_aborts_the_others(controller):
+    result = run(controller, "exit")
+    assert result.returncode == 0, launch.describe(result)
+    errors = survivors_errors(result)
+    assert sorted(errors) == [0, 1], launch.describe(result)
+    for rank, (seconds, kind, message) in errors.items():
+        assert seconds < NOTICE_SECONDS, launch.describe(result)
+        assert kind == "AbortedError", launch.describe(result)
+        assert message == ("tutti was shut down by rank 2 (it called shutdown() or exited) "
+                           "before the request ran"), message
+        assert "rank %d: shut down" % rank in result.stdout, launch.describe(result)
+
+
+def test_a_crashed_peer_fails_the_others_under_gloo():
+    result = run("gloo", "crash")
+    assert result.returncode == 0, launch.describe(result)
+    errors = survivors_errors(result)
+    assert sorted(errors) == [0, 1], launch.describe(result)
+    for rank, (seconds, kind, message) in errors.items():
+        assert seconds < NOTICE_SECONDS, launch.describe(result)
+        assert kind == "AbortedError", launch.describe(result)
+        assert message.startswith("tutti's gloo transport failed"), message
+        assert "a peer process may have exited" in message, message
+        assert "rank %d: shut down" % rank in result.stdout, launch.describe(result)
+
+
+def test_a_crashed_peer_ends_the_whole_job_under_mpirun():
+    # mpirun itself aborts a job whose rank exits without MPI_Finalize; the point is that
+    # the job ends promptly with a failure instead of hanging.
+    result = run("mpi", "crash")
+    assert result.returncode != 0, launch.describe(result)
+    assert "rank 0: 3 steps done" in result.stdout, launch.describe(result)
+    assert "finalize" in (result.stdout + result.stderr).lower(), launch.describe(result)
