@@ -113,10 +113,11 @@ def test_multi_host_ssh_commands():
     assert local.spec.stdin_data is None
     # Remote ranks go through ssh and remote_guard; the secret travels on stdin.
     argv = remote.spec.argv
-    assert argv[:8] == ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
-                        "-p", "2222", "node-b"]
-    assert len(argv) == 9
-    remote_command = argv[8]
+    assert argv[:12] == ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+                         "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+                         "-p", "2222", "node-b"]
+    assert len(argv) == 13
+    remote_command = argv[12]
     assert remote_command.startswith("cd '/work dir' && env ")
     words = shlex.split(remote_command)
     assert words[:4] == ["cd", "/work dir", "&&", "env"]

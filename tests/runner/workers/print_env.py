@@ -14,6 +14,9 @@ for name in ("HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_CROS
              "TUTTI_FUSION_THRESHOLD", "TUTTI_CYCLE_TIME"):
     fields.append("%s=%s" % (name, env.get(name)))
 fields.append("secret_set=%s" % bool(env.get("TUTTI_GLOO_SECRET")))
+# Where the rank runs: its network namespace, and the ssh server that started it if any.
+fields.append("netns=%s" % os.readlink("/proc/self/ns/net"))
+fields.append("ssh_connection=%s" % urllib.parse.quote(env.get("SSH_CONNECTION", "")))
 # Quoted, so that arguments with spaces stay one field.
 fields.append("args=%s" % urllib.parse.quote(",".join(sys.argv[1:])))
 print(" ".join(fields), flush=True)

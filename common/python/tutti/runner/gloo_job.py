@@ -14,7 +14,11 @@ from . import environment
 from .store import StoreServer
 from .supervisor import ProcessSpec
 
-SSH_BASE = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"]
+# Never ask (no terminal to answer), accept any host key and record none: the launcher
+# leaves the user's known_hosts alone, and ssh's per-connection "Permanently added" notice
+# stays out of the ranks' output (errors still show).
+SSH_BASE = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+            "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
 
 
 def new_secret():
