@@ -1,30 +1,7 @@
 """Optional compression of tensors sent through a collective (Horovod's Compression)."""
 
 import tensorflow as tf
-
-
-class Compressor:
-    """Turns a tensor into what is sent and back; `compress` returns (tensor, context)."""
-
-    @staticmethod
-    def compress(tensor):
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    """Sends tensors unchanged."""
-
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from tutti.common.compression import Compressor, NoneCompressor
 
 
 class FP16Compressor(Compressor):

@@ -1,32 +1,7 @@
 """Compression of tensors before they are reduced (Horovod's `hvd.Compression`)."""
 
 import torch
-
-
-class Compressor:
-    """Turns a tensor into what is sent (`compress`) and the result back (`decompress`)."""
-
-    @staticmethod
-    def compress(tensor):
-        """Returns (tensor to reduce, context needed by decompress)."""
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        """Returns the reduced tensor in its original form."""
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    """Sends tensors as they are."""
-
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from tutti.common.compression import Compressor, NoneCompressor
 
 
 class FP16Compressor(Compressor):
