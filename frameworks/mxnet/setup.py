@@ -25,7 +25,7 @@ except ImportError as exc:
     )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["src/allreduce.cc", "src/last_error.cc", "src/ndarray_view.cc"]
+SOURCES = ["src/collective.cc", "src/last_error.cc", "src/ndarray_view.cc"]
 
 
 def _read(*parts):

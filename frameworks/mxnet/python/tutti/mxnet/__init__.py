@@ -22,15 +22,45 @@ _plugin.check_core_version("tutti-mxnet", __version__, _SUPPORTED_CORE)
 from tutti.common import *  # noqa: E402,F401,F403  (the shared API, see tutti.common.__all__)
 
 from . import _native  # noqa: E402,F401  (loads the op library; raises a clear ImportError)
-from .functions import broadcast_parameters  # noqa: E402
-from .ops import allreduce, allreduce_  # noqa: E402
+from .compression import Compression  # noqa: E402
+from .control import barrier, join  # noqa: E402
+from .data_movement import (  # noqa: E402
+    allgather,
+    alltoall,
+    broadcast,
+    broadcast_,
+    grouped_allgather,
+)
+from .functions import allgather_object, broadcast_object, broadcast_parameters  # noqa: E402
+from .reductions import (  # noqa: E402
+    allreduce,
+    allreduce_,
+    grouped_allreduce,
+    grouped_allreduce_,
+    grouped_reducescatter,
+    reducescatter,
+)
 from .trainer import DistributedTrainer  # noqa: E402
 
 import tutti.common as _common  # noqa: E402
 
 __all__ = ["__version__"] + _common.__all__ + [
+    "allgather",
+    "allgather_object",
     "allreduce",
     "allreduce_",
+    "alltoall",
+    "barrier",
+    "broadcast",
+    "broadcast_",
+    "broadcast_object",
     "broadcast_parameters",
+    "Compression",
+    "grouped_allgather",
+    "grouped_allreduce",
+    "grouped_allreduce_",
+    "grouped_reducescatter",
+    "join",
+    "reducescatter",
     "DistributedTrainer",
 ]

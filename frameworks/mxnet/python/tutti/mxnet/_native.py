@@ -11,6 +11,24 @@ LIBRARY_NAME = "libtutti_mxnet_ops.so"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _SIGNATURES = {
+    "tutti_mxnet_enqueue_async": (
+        ctypes.c_int,
+        [
+            ctypes.c_int,  # tutti_collective
+            ctypes.POINTER(ctypes.c_void_p),  # input NDArrayHandles
+            ctypes.POINTER(ctypes.c_void_p),  # output NDArrayHandles (inputs for in place)
+            ctypes.c_int,  # number of tensors
+            ctypes.c_char_p,  # name
+            ctypes.c_int,  # process set id
+            ctypes.c_int,  # tutti_reduce_op
+            ctypes.c_double,  # prescale
+            ctypes.c_double,  # postscale
+            ctypes.c_int,  # root rank within the set
+            ctypes.POINTER(ctypes.c_int32),  # alltoall splits, or NULL
+            ctypes.c_int,  # number of splits
+            ctypes.c_int,  # engine priority
+        ],
+    ),
     "tutti_mxnet_allreduce_async": (
         ctypes.c_int,
         [

@@ -1,19 +1,19 @@
-"""Helpers built on the collectives: broadcasting model parameters from one rank."""
+"""Helpers built on the collectives: broadcasting model parameters and Python objects."""
+
+import pickle
 
 import mxnet as mx
-from tutti.common import basics
-from tutti.common.basics import ReduceOp
+import numpy
+from tutti.common import basics, process_sets
+from tutti.common.process_sets import global_process_set
 
-from .ops import allreduce_, check_tensor
+from . import ops
+from .data_movement import allgather, broadcast_
 
 
 def _broadcast_(tensor, root_rank, name):
-    # The core has no broadcast yet: every rank but the root contributes zeros to a sum,
-    # which leaves exactly the root's values everywhere.
-    check_tensor(tensor, "broadcast_parameters")
-    if basics.rank() != root_rank:
-        mx.nd.zeros_like(tensor, out=tensor)
-    allreduce_(tensor, op=ReduceOp.Sum, name=name)
+    ops.check_tensor(tensor, "broadcast_parameters")
+    broadcast_(tensor, root_rank, name=name)
 
 
 def _broadcast_parameter(parameter, root_rank, name):
@@ -74,3 +74,41 @@ def broadcast_parameters(params, root_rank=0, prefix=None):
                 "(net.initialize()) before broadcasting it" % (key, exc)
             ) from exc
         _broadcast_parameter(value, root_rank, name)
+
+
+def _part(name, suffix):
+    """The request name of one step of an object collective (None: numbered automatically)."""
+    return None if name is None else "%s.%s" % (name, suffix)
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """Returns `obj` of `root_rank` (a rank within the set) on every rank of the set.
+
+    The object is pickled on the root; the others pass anything (it is ignored). Waits for
+    the result."""
+    ops.check_initialized("broadcast_object")
+    set_id = process_sets.request_id(process_set)
+    is_root = ops.set_rank(set_id) == root_rank
+    payload = numpy.frombuffer(pickle.dumps(obj), dtype=numpy.uint8) if is_root else None
+    length = mx.nd.array([payload.size if is_root else 0], dtype="int64")
+    broadcast_(length, root_rank, name=_part(name, "length"), process_set=process_set)
+    size = int(length.asscalar())
+    data = mx.nd.array(payload, dtype="uint8") if is_root else mx.nd.zeros((size,), dtype="uint8")
+    broadcast_(data, root_rank, name=_part(name, "data"), process_set=process_set)
+    return obj if is_root else pickle.loads(data.asnumpy().tobytes())
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """Returns the list of `obj` of every rank of the set, in rank order (pickled)."""
+    ops.check_initialized("allgather_object")
+    payload = numpy.frombuffer(pickle.dumps(obj), dtype=numpy.uint8)
+    lengths = allgather(mx.nd.array([payload.size], dtype="int64"),
+                        name=_part(name, "lengths"), process_set=process_set).asnumpy()
+    # An empty pickle cannot occur, so every rank contributes at least one byte.
+    gathered = allgather(mx.nd.array(payload, dtype="uint8"), name=_part(name, "data"),
+                         process_set=process_set).asnumpy()
+    objects, offset = [], 0
+    for length in lengths:
+        objects.append(pickle.loads(gathered[offset:offset + int(length)].tobytes()))
+        offset += int(length)
+    return objects

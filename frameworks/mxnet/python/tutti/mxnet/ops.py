@@ -1,26 +1,24 @@
-"""Collective operations on MXNet NDArrays, run asynchronously by MXNet's engine.
+"""Checks, names and the push of one request onto MXNet's dependency engine.
 
-Each call returns at once. The reduction runs when MXNet's dependency engine has finished
-every earlier write to the input; reading the result (asnumpy(), wait_to_read(), or any
+Every collective of tutti.mxnet returns at once. The engine runs the request once every
+earlier write to its inputs is done; reading a result (asnumpy(), wait_to_read(), or any
 operator that uses it) waits for it. A failure reported by the core surfaces there as
 mxnet.base.MXNetError carrying the core's message.
 """
 
-import itertools
+import ctypes
 
 import mxnet as mx
 import numpy
-from tutti.common import basics
+from tutti.common import basics, core, process_sets
 from tutti.common.basics import resolve_reduce_op
 from tutti.common.exceptions import NotInitializedError, UnsupportedError
+from tutti.numpy import requests as _requests
 
 from . import _native
 
 # Devices whose NDArrays live in host memory, which is where the core reads and writes.
 _HOST_DEVICES = ("cpu", "cpu_pinned", "cpu_shared")
-
-# Names for requests the caller did not name; every rank issues them in the same order.
-_unnamed_requests = itertools.count()
 
 
 def dtype_name(array):
@@ -32,7 +30,7 @@ def dtype_name(array):
 
 
 def check_tensor(tensor, function):
-    """Raises a clear error for anything the core cannot reduce."""
+    """Raises a clear error for anything the core cannot take."""
     if not isinstance(tensor, mx.nd.NDArray):
         raise TypeError(
             "tutti.mxnet.%s expects an mxnet.nd.NDArray, got %s" % (function, type(tensor).__name__)
@@ -55,7 +53,19 @@ def check_tensor(tensor, function):
         )
 
 
-def _check_initialized(function):
+def check_group(tensors, function):
+    """The list of NDArrays of a grouped call, each checked."""
+    if isinstance(tensors, mx.nd.NDArray) or not isinstance(tensors, (list, tuple)):
+        raise TypeError("tutti.mxnet.%s expects a list of NDArrays, got %s"
+                        % (function, type(tensors).__name__))
+    if not tensors:
+        raise ValueError("tutti.mxnet.%s needs at least one NDArray" % function)
+    for tensor in tensors:
+        check_tensor(tensor, function)
+    return list(tensors)
+
+
+def check_initialized(function):
     if not basics.is_initialized():
         raise NotInitializedError(
             "tutti.mxnet.%s was called before tutti was initialized; call hvd.init() first"
@@ -63,73 +73,52 @@ def _check_initialized(function):
         )
 
 
-def _request_name(name, kind):
-    if name is None:
-        return "%s.noname.%d" % (kind, next(_unnamed_requests))
-    if not isinstance(name, str) or not name:
+def prepare(function, process_set, name, kind):
+    """Checks the job state and returns (process set id, request name). Unnamed requests are
+    numbered per kind and process set in call order, like every tutti frontend."""
+    if name is not None and (not isinstance(name, str) or not name):
         raise ValueError("name must be a non-empty string, got %r" % (name,))
-    return name
+    check_initialized(function)
+    set_id = process_sets.request_id(process_set)
+    return set_id, _requests.request_name(name, kind, set_id)
 
 
-def _push_allreduce(tensor, output, name, op, prescale_factor, postscale_factor, priority):
-    status = _native.lib.tutti_mxnet_allreduce_async(
-        tensor.handle,
-        output.handle,
-        name.encode("utf-8"),
-        int(op),
-        float(prescale_factor),
-        float(postscale_factor),
-        int(priority),
+def reduce_op(op, average=None):
+    return resolve_reduce_op(op, average)
+
+
+def empty_like(tensor, shape):
+    """A new NDArray of `shape` with the dtype, device and array interface of `tensor`."""
+    output = mx.nd.empty(shape, ctx=tensor.context, dtype=tensor.dtype)
+    if isinstance(tensor, mx.np.ndarray):  # answer in the caller's array interface
+        output = output.as_np_ndarray()
+    return output
+
+
+def push(collective, inputs, outputs, name, set_id, op=basics.ReduceOp.Sum, prescale=1.0,
+         postscale=1.0, root_rank=0, splits=None, priority=0):
+    """Pushes one request onto the engine; outputs[i] is inputs[i] for in place."""
+    count = len(inputs)
+    input_handles = (ctypes.c_void_p * count)(*[t.handle.value for t in inputs])
+    output_handles = (ctypes.c_void_p * count)(*[t.handle.value for t in outputs])
+    split_buffer = None
+    if splits is not None:
+        split_buffer = (ctypes.c_int32 * max(len(splits), 1))(*splits)
+    status = _native.lib.tutti_mxnet_enqueue_async(
+        int(collective), input_handles, output_handles, count, name.encode("utf-8"),
+        int(set_id), int(op), float(prescale), float(postscale), int(root_rank),
+        split_buffer, 0 if splits is None else len(splits), int(priority),
     )
     if status != 0:
         raise mx.base.MXNetError(_native.last_error())
 
 
-def allreduce(
-    tensor,
-    average=None,
-    name=None,
-    priority=0,
-    prescale_factor=1.0,
-    postscale_factor=1.0,
-    op=None,
-):
-    """Reduces `tensor` over all ranks and returns the result as a new NDArray.
-
-    Every rank must call it with a tensor of the same shape and dtype; calls are matched
-    across ranks by `name` (unnamed calls by the order in which they are made).
-
-    op: hvd.Average (default), hvd.Sum, hvd.Min, hvd.Max or hvd.Product.
-    average: deprecated; True means Average and False means Sum.
-    priority: MXNet engine priority; higher values run earlier.
-    prescale_factor / postscale_factor: multiply the input before and the result after
-    the reduction.
-    """
-    check_tensor(tensor, "allreduce")
-    op = resolve_reduce_op(op, average)
-    _check_initialized("allreduce")
-    name = _request_name(name, "allreduce")
-    output = mx.nd.empty(tensor.shape, ctx=tensor.context, dtype=tensor.dtype)
-    if isinstance(tensor, mx.np.ndarray):  # answer in the caller's array interface
-        output = output.as_np_ndarray()
-    _push_allreduce(tensor, output, name, op, prescale_factor, postscale_factor, priority)
-    return output
+def set_size(set_id):
+    return _requests.set_size(set_id)
 
 
-def allreduce_(
-    tensor,
-    average=None,
-    name=None,
-    priority=0,
-    prescale_factor=1.0,
-    postscale_factor=1.0,
-    op=None,
-):
-    """In-place allreduce: like allreduce(), but writes the result into `tensor` and
-    returns it."""
-    check_tensor(tensor, "allreduce_")
-    op = resolve_reduce_op(op, average)
-    _check_initialized("allreduce_")
-    name = _request_name(name, "allreduce")
-    _push_allreduce(tensor, tensor, name, op, prescale_factor, postscale_factor, priority)
-    return tensor
+def set_rank(set_id):
+    """This rank's rank within the set."""
+    if set_id == core.GLOBAL_PROCESS_SET:
+        return basics.rank()
+    return core.lib.tutti_process_set_rank(set_id)

@@ -4,7 +4,7 @@ import mxnet as mx
 from tutti.common import basics
 from tutti.common.basics import ReduceOp
 
-from .ops import allreduce_
+from .reductions import allreduce_
 
 
 class DistributedTrainer(mx.gluon.Trainer):

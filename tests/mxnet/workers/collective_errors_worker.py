@@ -1,0 +1,93 @@
+"""Failures of the collectives beyond allreduce: a core error surfaces as MXNetError with the
+core's message when the result is read, bad arguments are refused at the call, and the
+process keeps working. Runs on 2 or 3 ranks; prints "rank R: collective error checks
+passed" on success.
+"""
+
+import sys
+
+import tutti.mxnet as hvd
+
+import mxnet as mx
+import numpy as np
+from mxnet.base import MXNetError
+
+
+def expect_mxnet_error(array, *fragments):
+    """Reads `array` and returns the MXNetError message, checking it names `fragments`."""
+    try:
+        array.wait_to_read()
+    except MXNetError as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("reading the result did not raise MXNetError")
+    for fragment in fragments:
+        assert fragment.lower() in message.lower(), "%r not in %r" % (fragment, message)
+    return message
+
+
+def expect_raises(kind, function, *args, **kwargs):
+    try:
+        function(*args, **kwargs)
+    except kind as exc:
+        return str(exc)
+    raise AssertionError("%s did not raise %s" % (function.__name__, kind.__name__))
+
+
+def check_still_works(size, name):
+    result = hvd.allreduce(mx.nd.ones((2,)), op=hvd.Sum, name=name)
+    np.testing.assert_array_equal(result.asnumpy(), [size, size])
+
+
+def main():
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+
+    # Ranks disagree on the trailing dimensions: the core refuses, every rank hears why.
+    gathered = hvd.allgather(mx.nd.ones((2, 3 + rank)), name="allgather_mismatch")
+    message = expect_mxnet_error(gathered, "allgather_mismatch")
+    print("rank %d: allgather mismatch -> %s" % (rank, message.splitlines()[0]), flush=True)
+    check_still_works(size, "after_allgather")
+
+    copy = hvd.broadcast(mx.nd.ones((3 + rank,)), root_rank=0, name="broadcast_mismatch")
+    expect_mxnet_error(copy, "broadcast_mismatch")
+    check_still_works(size, "after_broadcast")
+
+    part = hvd.reducescatter(mx.nd.ones((size, 1 + rank)), op=hvd.Sum,
+                             name="reducescatter_mismatch")
+    expect_mxnet_error(part, "reducescatter_mismatch")
+
+    output, _ = hvd.alltoall(mx.nd.ones((size, 1 + rank)), name="alltoall_mismatch")
+    expect_mxnet_error(output, "alltoall_mismatch")
+
+    typed = hvd.broadcast(mx.nd.ones((2,), dtype="float32" if rank == 0 else "int32"), 0,
+                          name="broadcast_dtype")
+    expect_mxnet_error(typed, "broadcast_dtype")
+    check_still_works(size, "after_mismatches")
+
+    # Bad arguments are refused on the calling rank, before anything is queued.
+    expect_raises(ValueError, hvd.broadcast, mx.nd.ones((2,)), root_rank=size)
+    expect_raises(ValueError, hvd.alltoall, mx.nd.ones((size + 1,)))
+    expect_raises(ValueError, hvd.alltoall, mx.nd.ones((3,)), splits=[1] * (size + 1))
+    expect_raises(ValueError, hvd.reducescatter, mx.nd.array(1.0))
+    expect_raises(TypeError, hvd.grouped_allreduce, mx.nd.ones((2,)))
+    expect_raises(ValueError, hvd.grouped_allgather, [])
+    expect_raises(TypeError, hvd.allgather, np.ones(3))
+
+    # While rank 0 has joined, the others' broadcasts fail naming the joined rank.
+    if rank == 0:
+        hvd.join()
+    else:
+        refused = hvd.broadcast(mx.nd.ones((2,)), root_rank=1, name="broadcast_after_join")
+        expect_mxnet_error(refused, "broadcast_after_join")
+        hvd.join()
+    check_still_works(size, "after_join")
+
+    hvd.barrier()
+    print("rank %d: collective error checks passed" % rank, flush=True)
+    hvd.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
