@@ -21,7 +21,8 @@ except ImportError as error:
     )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["src/handle_table.cc", "src/allreduce_ops.cc"]
+SOURCES = ["src/handle_table.cc", "src/request_support.cc", "src/allreduce_ops.cc",
+           "src/request_ops.cc"]
 
 
 def _read(*parts):

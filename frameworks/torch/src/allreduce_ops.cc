@@ -21,94 +21,21 @@
 #include <vector>
 
 #include "handle_table.h"
+#include "request_support.h"
 #include "tutti/c_api.h"
 
 namespace tutti_torch {
 namespace {
 
-thread_local int64_t last_error_status = TUTTI_OK;
-
-[[noreturn]] void Fail(tutti_status status, const std::string& message) {
-  last_error_status = status;
-  TORCH_CHECK(false, message);
-  throw std::logic_error("unreachable");  // TORCH_CHECK(false) always throws
-}
-
-int64_t TakeErrorStatus() {
-  int64_t status = last_error_status;
-  last_error_status = TUTTI_OK;
-  return status;
-}
-
-// The core's element type for a torch dtype; fails for dtypes the core does not reduce.
-tutti_dtype ToTuttiDtype(at::ScalarType type) {
-  switch (type) {
-    case at::kByte: return TUTTI_UINT8;
-    case at::kChar: return TUTTI_INT8;
-    case at::kUInt16: return TUTTI_UINT16;
-    case at::kShort: return TUTTI_INT16;
-    case at::kInt: return TUTTI_INT32;
-    case at::kLong: return TUTTI_INT64;
-    case at::kHalf: return TUTTI_FLOAT16;
-    case at::kBFloat16: return TUTTI_BFLOAT16;
-    case at::kFloat: return TUTTI_FLOAT32;
-    case at::kDouble: return TUTTI_FLOAT64;
-    case at::kBool: return TUTTI_BOOL;
-    default:
-      Fail(TUTTI_ERR_INVALID_ARGUMENT,
-           "tutti does not support tensors of dtype torch." +
-               std::string(c10::getDtypeNames(type).first) +
-               "; supported: uint8, int8, uint16, int16, int32, int64, float16, bfloat16, "
-               "float32, float64, bool");
-  }
-}
-
-void CheckTensor(const at::Tensor& tensor, const char* op) {
-  if (!tensor.defined()) Fail(TUTTI_ERR_INVALID_ARGUMENT, std::string(op) + ": tensor is undefined");
-  if (tensor.layout() != at::kStrided) {
-    Fail(TUTTI_ERR_INVALID_ARGUMENT,
-         std::string(op) + ": only dense (strided) tensors are supported, got layout " +
-             c10::str(tensor.layout()));
-  }
-  if (!tensor.device().is_cpu()) {
-    Fail(TUTTI_ERR_UNSUPPORTED, std::string(op) + ": only CPU tensors are supported, got a tensor on " +
-                                    tensor.device().str() + "; move it with .cpu() first");
-  }
-  ToTuttiDtype(tensor.scalar_type());
-}
-
-// A tutti_tensor describing a contiguous CPU tensor; owns the shape array it points to.
-struct TensorView {
-  explicit TensorView(const at::Tensor& tensor) : shape(tensor.sizes().vec()) {
-    view.data = tensor.data_ptr();
-    view.dtype = ToTuttiDtype(tensor.scalar_type());
-    view.ndim = static_cast<int32_t>(shape.size());
-    view.shape = shape.empty() ? nullptr : shape.data();
-  }
-  std::vector<int64_t> shape;
-  tutti_tensor view;
-};
-
-// Unnamed requests are numbered in the order they are accepted by the core, so the names
-// match across ranks as long as every rank makes its unnamed calls in the same order. A
-// request the core refuses takes no number: a failure on one rank only (e.g. a name reused
-// while in flight) must not shift the names of that rank's later requests. The prefix keeps
-// them apart from other plugins' unnamed requests in the same process.
-std::mutex unnamed_mutex;
-int64_t next_unnamed = 0;
-
 tutti_status Submit(c10::string_view name, const tutti_tensor& input, const tutti_tensor& output,
                     int64_t op, double prescale, double postscale, int64_t handle) {
-  auto submit = [&](const std::string& request_name) {
-    return tutti_allreduce_async(request_name.c_str(), &input, &output,
-                                 static_cast<tutti_reduce_op>(op), prescale, postscale,
-                                 &HandleTable::OnDone, HandleTable::UserData(handle));
-  };
-  if (!name.empty()) return submit(std::string(name));
-  std::lock_guard<std::mutex> lock(unnamed_mutex);
-  tutti_status status = submit("torch.allreduce.noname." + std::to_string(next_unnamed));
-  if (status == TUTTI_OK) ++next_unnamed;
-  return status;
+  return SubmitNamed(name, "allreduce", TUTTI_GLOBAL_PROCESS_SET,
+                     [&](const std::string& request_name) {
+                       return tutti_allreduce_async(
+                           request_name.c_str(), &input, &output,
+                           static_cast<tutti_reduce_op>(op), prescale, postscale,
+                           &HandleTable::OnDone, HandleTable::UserData(handle));
+                     });
 }
 
 // Hands an allreduce of `input` into `output` (both contiguous) to the core and returns its
@@ -191,6 +118,7 @@ at::Tensor AllreduceInPlace(at::Tensor& tensor, c10::string_view name, int64_t o
 }  // namespace tutti_torch
 
 TORCH_LIBRARY(tutti, m) {
+  // More operators (the general `enqueue`) are defined in request_ops.cc.
   // op: tutti_reduce_op (0 Average, 1 Sum, 2 Min, 3 Max, 4 Product); an empty name lets
   // the plugin name the request.
   m.def("allreduce_async(Tensor tensor, str name, int op, float prescale, float postscale)"

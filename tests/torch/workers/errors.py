@@ -138,6 +138,9 @@ def main():
     # A request only rank 0 makes is pending at shutdown: it fails, it does not hang.
     rank = hvd.rank()
     orphan = hvd.allreduce_async(torch.ones(2), name="orphan") if rank == 0 else None
+    # Every rank completes one more allreduce, so no rank shuts down before rank 0 has
+    # queued the orphan (otherwise its enqueue could already be refused as shut down).
+    hvd.allreduce(torch.ones(1), name="orphan_queued")
     hvd.shutdown()
     if orphan is not None:
         expect("pending_at_shutdown", hvd.AbortedError, lambda: hvd.synchronize(orphan),

@@ -22,7 +22,33 @@ from .collectives import (  # noqa: E402
     allreduce_,
     allreduce_async,
     allreduce_async_,
-    poll,
-    synchronize,
+    grouped_allreduce,
+    grouped_allreduce_,
+    grouped_allreduce_async,
+    grouped_allreduce_async_,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
+    reducescatter,
+    reducescatter_async,
 )
 from .compression import Compression  # noqa: E402
+from .control import barrier, join  # noqa: E402
+from .data_movement import (  # noqa: E402
+    allgather,
+    allgather_async,
+    alltoall,
+    alltoall_async,
+    broadcast,
+    broadcast_,
+    broadcast_async,
+    broadcast_async_,
+    grouped_allgather,
+    grouped_allgather_async,
+)
+from .functions import (  # noqa: E402
+    allgather_object,
+    broadcast_object,
+    broadcast_optimizer_state,
+    broadcast_parameters,
+)
+from .requests import poll, synchronize  # noqa: E402

@@ -21,5 +21,6 @@ plugin.load_native_library(
 )
 
 # torch.ops.tutti.<name>: allreduce, allreduce_, allreduce_async, allreduce_async_, poll,
-# wait, take_error_status (see src/allreduce_ops.cc for the schemas).
+# wait, take_error_status (src/allreduce_ops.cc); enqueue, request_results,
+# discard_results (src/request_ops.cc).
 ops = torch.ops.tutti

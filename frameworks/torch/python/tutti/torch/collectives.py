@@ -1,97 +1,94 @@
-"""Allreduce for torch tensors, synchronous and asynchronous, with Horovod's signatures.
+"""Reducing collectives on torch tensors with Horovod's signatures: allreduce and
+reducescatter, single and grouped, synchronous and asynchronous.
 
-Every collective is asynchronous underneath: `allreduce_async` hands the tensor to the
-core and returns a handle; `synchronize(handle)` waits for it and returns the result. The
-synchronous functions are exactly that pair. Errors reported by the core are raised as the
-matching tutti.common exception (all are RuntimeError subclasses) with the core's message.
+The asynchronous functions return a handle for poll() and synchronize(); the synchronous
+ones are that pair and are differentiable (for Average and Sum).
 """
-
-import numbers
 
 import torch
 from tutti.common.basics import Average, ReduceOp, Sum, resolve_reduce_op
-from tutti.common.exceptions import error_for_status
+from tutti.common.process_sets import global_process_set
 
-from ._native import ops
+from . import requests
 from .compression import Compression
-
-# synchronize() waits in slices this long, so that Ctrl-C is noticed between them.
-_WAIT_SLICE_SECONDS = 0.5
-
-# handle -> output tensor of a request not synchronized yet.
-_outputs = {}
+from .requests import synchronize
 
 
-def _call(op, *args):
-    """Runs a native op; a failure it reports becomes the tutti exception for its status."""
-    try:
-        return op(*args)
-    except RuntimeError as error:
-        status = ops.take_error_status()
-        if not status:
-            raise  # not raised by tutti (e.g. the dispatcher rejected the arguments)
-        raise error_for_status(status, str(error)) from None
+def _reduce_args(op, average, prescale_factor, postscale_factor):
+    return (int(resolve_reduce_op(op, average)), requests.scale(prescale_factor, "prescale_factor"),
+            requests.scale(postscale_factor, "postscale_factor"))
 
 
-def _request_args(tensor, name, op, prescale_factor, postscale_factor):
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError("expected a torch.Tensor, got %s" % type(tensor).__name__)
-    if name is not None and not isinstance(name, str):
-        raise TypeError("name must be a str or None, got %s" % type(name).__name__)
-    factors = {"prescale_factor": prescale_factor, "postscale_factor": postscale_factor}
-    for label, factor in factors.items():
-        if not isinstance(factor, numbers.Real):
-            raise TypeError("%s must be a real number, got %r" % (label, factor))
-    return (tensor, name or "", int(op), float(prescale_factor), float(postscale_factor))
+def _set_size(process_set):
+    return (process_set or global_process_set).size()
+
+
+# ---- allreduce ----
+
+def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, in_place,
+                     grouped):
+    sources = [requests.contiguous(t) for t in tensors]
+    outputs = sources if in_place else [torch.empty_like(s) for s in sources]
+
+    def finish(results, extra):
+        if in_place:  # copy back where the tensor was not contiguous (staging copies)
+            for target, staged in zip(tensors, sources):
+                if target.data_ptr() != staged.data_ptr():
+                    target.data.copy_(staged)
+            results = list(tensors)
+        return list(results) if grouped else results[0]
+
+    return requests.submit(requests.ALLREDUCE, kind, name, process_set, sources, finish,
+                           outputs=outputs, op=op, prescale=prescale, postscale=postscale)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0):
-    """Starts reducing `tensor` across all ranks into a new tensor; returns a handle for
-    poll() and synchronize(), which returns the result.
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts reducing `tensor` across the ranks of `process_set` into a new tensor;
+    returns a handle for poll() and synchronize(), which returns the result.
 
     op: Average (default), Sum, Min, Max or Product. prescale_factor multiplies the input
     before the reduction and postscale_factor the result after it. name identifies the
     request across ranks; without one, requests are matched by the order they are made in.
     The tensor must not be modified until the request is synchronized.
     """
-    op = resolve_reduce_op(op, average)
-    output, handle = _call(
-        ops.allreduce_async, *_request_args(tensor, name, op, prescale_factor, postscale_factor)
-    )
-    _outputs[handle] = output
-    return handle
+    args = _reduce_args(op, average, prescale_factor, postscale_factor)
+    return _allreduce_async([requests.check_tensor(tensor)], "allreduce", name, *args,
+                            process_set, in_place=False, grouped=False)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0):
+                     postscale_factor=1.0, process_set=global_process_set):
     """Like allreduce_async, but the result replaces the contents of `tensor`;
     synchronize() returns `tensor`."""
-    op = resolve_reduce_op(op, average)
-    handle = _call(
-        ops.allreduce_async_, *_request_args(tensor, name, op, prescale_factor, postscale_factor)
-    )
-    _outputs[handle] = tensor
-    return handle
+    args = _reduce_args(op, average, prescale_factor, postscale_factor)
+    return _allreduce_async([requests.check_tensor(tensor)], "allreduce", name, *args,
+                            process_set, in_place=True, grouped=False)
 
 
-def poll(handle):
-    """True if the request behind `handle` has finished (synchronize() will not block)."""
-    return _call(ops.poll, handle)
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    """Starts one allreduce of a list of tensors (of one dtype), negotiated and completed
+    together; synchronize() returns a list of new tensors."""
+    args = _reduce_args(op, average, prescale_factor, postscale_factor)
+    return _allreduce_async(requests.tensor_list(tensors, "grouped_allreduce"),
+                            "grouped_allreduce", name, *args, process_set, in_place=False,
+                            grouped=True)
 
 
-def synchronize(handle):
-    """Waits for the request behind `handle` and returns its output tensor; raises the
-    request's error if it failed. A handle can be synchronized once."""
-    try:
-        while not _call(ops.wait, handle, _WAIT_SLICE_SECONDS):
-            pass
-    except KeyboardInterrupt:
-        raise  # the request is still pending; synchronize() may be called again
-    except BaseException:
-        _outputs.pop(handle, None)
-        raise
-    return _outputs.pop(handle)
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    """In-place grouped_allreduce_async(); synchronize() returns the given tensors."""
+    args = _reduce_args(op, average, prescale_factor, postscale_factor)
+    return _allreduce_async(requests.tensor_list(tensors, "grouped_allreduce_"),
+                            "grouped_allreduce", name, *args, process_set, in_place=True,
+                            grouped=True)
+
+
+def _check_differentiable(op, what):
+    if op not in (Average, Sum):
+        raise NotImplementedError("the gradient of %s is implemented for Average and Sum, "
+                                  "not %s" % (what, ReduceOp(op).name))
 
 
 class _Allreduce(torch.autograd.Function):
@@ -99,50 +96,167 @@ class _Allreduce(torch.autograd.Function):
     input is the same reduction of the output gradients."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
-        ctx.op = op
-        ctx.scales = (prescale_factor, postscale_factor)
-        return synchronize(
-            allreduce_async(tensor, name=name, op=op, prescale_factor=prescale_factor,
-                            postscale_factor=postscale_factor)
-        )
+    def forward(ctx, tensor, name, op, prescale, postscale, process_set):
+        ctx.args = (op, prescale, postscale, process_set)
+        return synchronize(_allreduce_async([tensor], "allreduce", name, op, prescale,
+                                            postscale, process_set, False, False))
 
     @staticmethod
     def backward(ctx, grad_output):
-        if ctx.op not in (Average, Sum):
-            raise NotImplementedError(
-                "the gradient of allreduce is implemented for Average and Sum, not %s"
-                % ReduceOp(ctx.op).name
-            )
-        prescale, postscale = ctx.scales
-        grad = synchronize(
-            allreduce_async(grad_output, op=ctx.op, prescale_factor=prescale,
-                            postscale_factor=postscale)
-        )
-        return grad, None, None, None, None
+        op, prescale, postscale, process_set = ctx.args
+        _check_differentiable(op, "allreduce")
+        grad = synchronize(_allreduce_async([grad_output], "allreduce", None, op, prescale,
+                                            postscale, process_set, False, False))
+        return grad, None, None, None, None, None
+
+
+class _GroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
+        ctx.args = (op, prescale, postscale, process_set)
+        return tuple(synchronize(_allreduce_async(list(tensors), "grouped_allreduce", name, op,
+                                                  prescale, postscale, process_set, False,
+                                                  True)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        op, prescale, postscale, process_set = ctx.args
+        _check_differentiable(op, "grouped_allreduce")
+        reduced = synchronize(_allreduce_async(list(grads), "grouped_allreduce", None, op,
+                                               prescale, postscale, process_set, False, True))
+        return (None,) * 5 + tuple(reduced)
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None,
-              prescale_factor=1.0, postscale_factor=1.0):
-    """Reduces `tensor` across all ranks and returns the result as a new tensor; `tensor`
-    is left unchanged. Differentiable for Average and Sum.
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` across the ranks of `process_set` and returns the result as a new
+    tensor; `tensor` is left unchanged. Differentiable for Average and Sum.
 
     op: Average (default), Sum, Min, Max or Product; average: deprecated, True means
     Average and False Sum. compression: e.g. Compression.fp16 to reduce floating-point
     tensors as float16. prescale_factor/postscale_factor multiply the input before and the
     result after the reduction. name identifies the request across ranks.
     """
-    op = resolve_reduce_op(op, average)
+    op, prescale, postscale = _reduce_args(op, average, prescale_factor, postscale_factor)
+    requests.check_tensor(tensor)
+    requests.check_name(name)
     compression = compression or Compression.none
     compressed, context = compression.compress(tensor)
-    reduced = _Allreduce.apply(compressed, name, op, prescale_factor, postscale_factor)
+    reduced = _Allreduce.apply(compressed, name, op, prescale, postscale, process_set)
     return compression.decompress(reduced, context)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0):
-    """Reduces `tensor` across all ranks in place and returns it."""
-    return synchronize(
-        allreduce_async_(tensor, average=average, name=name, op=op,
-                         prescale_factor=prescale_factor, postscale_factor=postscale_factor)
-    )
+               postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` across the ranks of `process_set` in place and returns it."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
+                                        postscale_factor, process_set))
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set):
+    """Reduces a list of tensors as one request; returns a list of new tensors.
+    Differentiable for Average and Sum."""
+    op, prescale, postscale = _reduce_args(op, average, prescale_factor, postscale_factor)
+    tensors = requests.tensor_list(tensors, "grouped_allreduce")
+    requests.check_name(name)
+    compression = compression or Compression.none
+    compressed = [compression.compress(t) for t in tensors]
+    reduced = _GroupedAllreduce.apply(name, op, prescale, postscale, process_set,
+                                      *[c[0] for c in compressed])
+    return [compression.decompress(r, c[1]) for r, c in zip(reduced, compressed)]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    """Reduces a list of tensors in place as one request; returns them."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                                postscale_factor, process_set))
+
+
+# ---- reducescatter ----
+
+def _reducescatter_async(tensors, kind, name, op, prescale, postscale, process_set, grouped):
+    sources = [requests.contiguous(t) for t in tensors]
+
+    def finish(results, extra):
+        return list(results) if grouped else results[0]
+
+    return requests.submit(requests.REDUCESCATTER, kind, name, process_set, sources, finish,
+                           op=op, prescale=prescale, postscale=postscale)
+
+
+def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0,
+                        postscale_factor=1.0, process_set=global_process_set):
+    """Starts a reducescatter of `tensor`; synchronize() returns this rank's part."""
+    args = _reduce_args(op, None, prescale_factor, postscale_factor)
+    return _reducescatter_async([requests.check_tensor(tensor)], "reducescatter", name, *args,
+                                process_set, False)
+
+
+def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=1.0,
+                                postscale_factor=1.0, process_set=global_process_set):
+    """Starts one reducescatter of a list of tensors; synchronize() returns a list."""
+    args = _reduce_args(op, None, prescale_factor, postscale_factor)
+    return _reducescatter_async(requests.tensor_list(tensors, "grouped_reducescatter"),
+                                "grouped_reducescatter", name, *args, process_set, True)
+
+
+def _gather_gradients(grads, op, prescale, postscale, process_set):
+    """Gradient of a reducescatter: every rank's output gradient, gathered, times the
+    factor the reduction applied to each input."""
+    from .data_movement import _allgather_async  # circular at import time otherwise
+    factor = prescale * postscale
+    if op == Average:
+        factor /= _set_size(process_set)
+    gathered = synchronize(_allgather_async(list(grads), "grouped_allgather", None,
+                                            process_set, True))
+    return [g * factor if factor != 1.0 else g for g in gathered]
+
+
+class _Reducescatter(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
+        ctx.args = (op, prescale, postscale, process_set)
+        return tuple(synchronize(_reducescatter_async(list(tensors), "grouped_reducescatter"
+                                                      if len(tensors) > 1 else "reducescatter",
+                                                      name, op, prescale, postscale,
+                                                      process_set, True)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        op, prescale, postscale, process_set = ctx.args
+        _check_differentiable(op, "reducescatter")
+        return (None,) * 5 + tuple(_gather_gradients(grads, op, prescale, postscale,
+                                                     process_set))
+
+
+def reducescatter(tensor, name=None, compression=None, op=Average, prescale_factor=1.0,
+                  postscale_factor=1.0, process_set=global_process_set):
+    """Reduces `tensor` across the ranks of `process_set` and returns this rank's part of
+    the result along the first dimension: with n rows and k ranks, the first n % k ranks
+    get n // k + 1 rows and the others n // k. op: Average (default) or Sum (also Min, Max,
+    Product, not differentiable). Differentiable: the gradient is the allgather of the
+    output gradients."""
+    op, prescale, postscale = _reduce_args(op, None, prescale_factor, postscale_factor)
+    requests.check_tensor(tensor)
+    requests.check_name(name)
+    compression = compression or Compression.none
+    compressed, context = compression.compress(tensor)
+    (part,) = _Reducescatter.apply(name, op, prescale, postscale, process_set, compressed)
+    return compression.decompress(part, context)
+
+
+def grouped_reducescatter(tensors, name=None, compression=None, op=Average,
+                          prescale_factor=1.0, postscale_factor=1.0,
+                          process_set=global_process_set):
+    """reducescatter() of a list of tensors as one request; returns a list of parts."""
+    op, prescale, postscale = _reduce_args(op, None, prescale_factor, postscale_factor)
+    tensors = requests.tensor_list(tensors, "grouped_reducescatter")
+    requests.check_name(name)
+    compression = compression or Compression.none
+    compressed = [compression.compress(t) for t in tensors]
+    parts = _Reducescatter.apply(name, op, prescale, postscale, process_set,
+                                 *[c[0] for c in compressed])
+    return [compression.decompress(p, c[1]) for p, c in zip(parts, compressed)]

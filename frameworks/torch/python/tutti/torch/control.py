@@ -1,0 +1,23 @@
+"""Collectives without data: barrier and join."""
+
+from tutti.common.process_sets import global_process_set
+
+from . import requests
+
+
+def barrier(process_set=global_process_set):
+    """Returns once every rank of `process_set` has called barrier()."""
+    return requests.synchronize(requests.submit(requests.BARRIER, "barrier", None, process_set,
+                                                [], lambda results, extra: None))
+
+
+def join():
+    """Tells the other ranks that this rank has no more allreduces to submit and waits
+    until every rank has joined. Meanwhile this rank contributes zeros to the allreduces
+    the others still make (Average still divides by the full job size); any other
+    collective fails while a rank has joined. Returns the global rank that joined last.
+
+    Afterwards every rank numbers its unnamed requests from 0 again, so that ranks which
+    made different numbers of calls before join() agree on the names of the next ones."""
+    return requests.synchronize(requests.submit(requests.JOIN, "join", None, global_process_set,
+                                                [], lambda results, extra: int(extra[0])))

@@ -1,0 +1,202 @@
+"""Collectives that move tensors without reducing them: allgather, broadcast and alltoall,
+synchronous (differentiable) and asynchronous, with Horovod's signatures."""
+
+import torch
+from tutti.common.basics import Average
+from tutti.common.process_sets import global_process_set
+
+from . import requests
+from .requests import synchronize
+
+# ---- allgather ----
+
+
+def _allgather_async(tensors, kind, name, process_set, grouped):
+    sources = [requests.contiguous(t) for t in tensors]
+
+    def finish(results, extra):
+        return list(results) if grouped else results[0]
+
+    return requests.submit(requests.ALLGATHER, kind, name, process_set, sources, finish)
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Starts an allgather of `tensor`; synchronize() returns the concatenation."""
+    return _allgather_async([requests.check_tensor(tensor)], "allgather", name, process_set,
+                            False)
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Starts one allgather of a list of tensors; synchronize() returns a list."""
+    return _allgather_async(requests.tensor_list(tensors, "grouped_allgather"),
+                            "grouped_allgather", name, process_set, True)
+
+
+def _own_rows(grads, rows, process_set):
+    """The gradient of an allgather for this rank: the average over the ranks of the
+    output gradients, restricted to the rows this rank contributed."""
+    from .collectives import _allreduce_async  # circular at import time otherwise
+    reduced = synchronize(_allreduce_async(list(grads), "grouped_allreduce", None, Average,
+                                           1.0, 1.0, process_set, False, True))
+    counts = synchronize(_allgather_async([torch.tensor(rows, dtype=torch.int64)],
+                                          "allgather", None, process_set, False))
+    counts = counts.view(-1, len(rows))
+    rank = (process_set or global_process_set).rank()
+    offsets = counts[:rank].sum(dim=0).tolist()
+    return [g.narrow(0, offset, n) for g, offset, n in zip(reduced, offsets, rows)]
+
+
+class _Allgather(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, process_set, *tensors):
+        ctx.process_set = process_set
+        ctx.rows = [t.shape[0] if t.dim() > 0 else 1 for t in tensors]
+        kind = "grouped_allgather" if len(tensors) > 1 else "allgather"
+        return tuple(synchronize(_allgather_async(list(tensors), kind, name, process_set,
+                                                  True)))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return (None, None) + tuple(_own_rows(grads, ctx.rows, ctx.process_set))
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Concatenates the tensors of every rank of `process_set` along the first dimension,
+    in rank order. The first dimension may differ between ranks; the others and the dtype
+    must agree. Differentiable: the gradient is this rank's rows of the averaged output
+    gradient."""
+    requests.check_tensor(tensor)
+    requests.check_name(name)
+    (gathered,) = _Allgather.apply(name, process_set, tensor)
+    return gathered
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """allgather() of a list of tensors as one request; returns a list."""
+    tensors = requests.tensor_list(tensors, "grouped_allgather")
+    requests.check_name(name)
+    return list(_Allgather.apply(name, process_set, *tensors))
+
+
+# ---- broadcast ----
+
+
+def _broadcast_async(tensor, root_rank, name, process_set, in_place):
+    root = requests.integer(root_rank, "root_rank")
+    source = requests.contiguous(tensor)
+    output = source if in_place else torch.empty_like(source)
+
+    def finish(results, extra):
+        if in_place:
+            if tensor.data_ptr() != source.data_ptr():
+                tensor.data.copy_(source)
+            return tensor
+        return output
+
+    return requests.submit(requests.BROADCAST, "broadcast", name, process_set, [source],
+                           finish, outputs=[output], root_rank=root)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts a broadcast of rank `root_rank`'s tensor into a new tensor."""
+    return _broadcast_async(requests.check_tensor(tensor), root_rank, name, process_set, False)
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts a broadcast into `tensor` itself; synchronize() returns `tensor`."""
+    return _broadcast_async(requests.check_tensor(tensor), root_rank, name, process_set, True)
+
+
+class _Broadcast(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name, process_set):
+        ctx.root_rank = root_rank
+        ctx.process_set = process_set
+        return synchronize(_broadcast_async(tensor, root_rank, name, process_set, False))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        from .collectives import _allreduce_async  # circular at import time otherwise
+        grad = synchronize(_allreduce_async([grad_output], "allreduce", None, Average, 1.0,
+                                            1.0, ctx.process_set, False, False))
+        if (ctx.process_set or global_process_set).rank() != ctx.root_rank:
+            grad = torch.zeros_like(grad)
+        return grad, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Returns a copy of the tensor of rank `root_rank` (a rank within `process_set`) on
+    every rank of the set; all pass tensors of the same shape and dtype. Differentiable:
+    the root receives the average of every rank's output gradient, the others zeros."""
+    requests.check_tensor(tensor)
+    requests.check_name(name)
+    return _Broadcast.apply(tensor, requests.integer(root_rank, "root_rank"), name,
+                            process_set)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Overwrites `tensor` with rank `root_rank`'s tensor and returns it."""
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# ---- alltoall ----
+
+
+def _splits_list(splits, process_set):
+    if splits is None:
+        return None
+    if isinstance(splits, torch.Tensor):
+        if splits.dim() != 1 or splits.dtype.is_floating_point or splits.dtype == torch.bool:
+            raise TypeError("alltoall splits must be a 1-D integer tensor or a list of "
+                            "integers, got %s%s" % (splits.dtype, tuple(splits.shape)))
+        splits = splits.tolist()
+    values = [requests.integer(s, "each alltoall split") for s in splits]
+    size = (process_set or global_process_set).size()
+    if len(values) != size:
+        from tutti.common.exceptions import InvalidArgumentError
+        raise InvalidArgumentError(
+            "alltoall splits must list one row count per rank of the process set (%d "
+            "entries), got %r" % (size, values))
+    return values
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall; synchronize() returns (output, received_splits)."""
+    requests.check_tensor(tensor)
+    split_counts = _splits_list(splits, process_set)
+    source = requests.contiguous(tensor)
+
+    def finish(results, extra):
+        return results[0], torch.tensor(extra, dtype=torch.int32)
+
+    return requests.submit(requests.ALLTOALL, "alltoall", name, process_set, [source],
+                           finish, splits=split_counts)
+
+
+class _Alltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, tensor, splits, name, process_set):
+        ctx.process_set = process_set
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        ctx.received = received
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_received):
+        grad, _ = synchronize(alltoall_async(grad_output, ctx.received.tolist(), None,
+                                             ctx.process_set))
+        return grad, None, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Sends part j of `tensor` (along the first dimension) to rank j of `process_set` and
+    returns (output, received_splits): the parts every rank sent here, concatenated in rank
+    order, and how many rows came from each rank (an int32 tensor).
+
+    splits: the number of rows for each rank of the set (list or 1-D integer tensor); None
+    splits the first dimension into equal parts (it must then divide by the set's size).
+    Differentiable: the gradient goes back the way the data came."""
+    requests.check_tensor(tensor)
+    requests.check_name(name)
+    return _Alltoall.apply(tensor, splits, name, process_set)

@@ -1,0 +1,110 @@
+"""Hands torch tensors to the core as one request and collects the result.
+
+Every collective is asynchronous underneath: a request is queued with the native
+`enqueue` operator, which returns a handle; `synchronize(handle)` waits for it and builds
+the result from the request's output tensors. Errors reported by the core are raised as
+the matching tutti.common exception (all are RuntimeError subclasses) with the core's
+message.
+"""
+
+import numbers
+
+import torch
+from tutti.common import process_sets
+from tutti.common.exceptions import InvalidArgumentError, error_for_status
+
+from ._native import ops
+
+# The core's tutti_collective numbering.
+ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN = range(7)
+
+# synchronize() waits in slices this long, so that Ctrl-C is noticed between them.
+_WAIT_SLICE_SECONDS = 0.5
+
+# handle -> function building the result of a request not synchronized yet from its
+# output tensors and integer results.
+_finishers = {}
+
+
+def call(op, *args):
+    """Runs a native op; a failure it reports becomes the tutti exception for its status."""
+    try:
+        return op(*args)
+    except RuntimeError as error:
+        status = ops.take_error_status()
+        if not status:
+            raise  # not raised by tutti (e.g. the dispatcher rejected the arguments)
+        raise error_for_status(status, str(error)) from None
+
+
+def check_tensor(tensor):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError("expected a torch.Tensor, got %s" % type(tensor).__name__)
+    return tensor
+
+
+def tensor_list(tensors, what):
+    """The tensors of a grouped call, checked."""
+    if isinstance(tensors, torch.Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError("%s needs a list of tensors, got %s" % (what, type(tensors).__name__))
+    if not tensors:
+        raise InvalidArgumentError("%s needs at least one tensor" % what)
+    return [check_tensor(t) for t in tensors]
+
+
+def check_name(name):
+    if name is not None and not isinstance(name, str):
+        raise TypeError("name must be a str or None, got %s" % type(name).__name__)
+    return name or ""
+
+
+def scale(value, label):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s must be a real number, got %r" % (label, value))
+    return float(value)
+
+
+def integer(value, label):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s must be an integer, got %r" % (label, value))
+    return int(value)
+
+
+def contiguous(tensor):
+    """`tensor`'s data as a contiguous tensor outside autograd (a copy only when needed)."""
+    return tensor.detach().contiguous()
+
+
+def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op=0,
+           prescale=1.0, postscale=1.0, root_rank=0, splits=None):
+    """Queues one request and returns its handle. inputs (and outputs, when the result
+    lands in given tensors) are contiguous CPU tensors; without outputs the core
+    allocates them. finish(outputs, extra) builds what synchronize() returns; extra holds
+    alltoall's received splits or join's last rank."""
+    set_id = process_sets.request_id(process_set)
+    handle = call(ops.enqueue, collective, check_name(name), kind, set_id, inputs, outputs,
+                  int(op), float(prescale), float(postscale), int(root_rank), splits)
+    _finishers[handle] = finish
+    return handle
+
+
+def poll(handle):
+    """True if the request behind `handle` has finished (synchronize() will not block)."""
+    return call(ops.poll, handle)
+
+
+def synchronize(handle):
+    """Waits for the request behind `handle` and returns its result; raises the request's
+    error if it failed. A handle can be synchronized once."""
+    try:
+        while not call(ops.wait, handle, _WAIT_SLICE_SECONDS):
+            pass
+    except KeyboardInterrupt:
+        raise  # the request is still pending; synchronize() may be called again
+    except BaseException:
+        if _finishers.pop(handle, None) is not None:
+            ops.discard_results(handle)
+        raise
+    finish = _finishers.pop(handle)
+    outputs, extra = call(ops.request_results, handle)
+    return finish(outputs, extra)
