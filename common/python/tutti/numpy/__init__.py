@@ -9,45 +9,8 @@ are numbered in call order) and `process_set=global_process_set`. The *_async va
 return a handle for synchronize() and poll(); the *_ variants work in place.
 """
 
-from tutti.common import (
-    DTYPE,
-    AbortedError,
-    Average,
-    InternalError,
-    InvalidArgumentError,
-    Max,
-    Min,
-    NotInitializedError,
-    PreconditionError,
-    Product,
-    ProcessSet,
-    ReduceOp,
-    Sum,
-    TuttiError,
-    UnsupportedError,
-    __version__,
-    add_process_set,
-    background_thread_id,
-    controller,
-    cross_rank,
-    cross_size,
-    cuda_built,
-    global_process_set,
-    gloo_built,
-    gloo_enabled,
-    init,
-    is_initialized,
-    local_rank,
-    local_size,
-    mpi_built,
-    mpi_enabled,
-    mpi_threads_supported,
-    nccl_built,
-    rank,
-    remove_process_set,
-    shutdown,
-    size,
-)
+from tutti.common import *  # noqa: F401,F403  (the shared API, see tutti.common.__all__)
+from tutti.common import DTYPE, __version__  # noqa: F401
 
 from .control import barrier, join, poll, synchronize
 from .data_movement import (
