@@ -259,4 +259,44 @@ int tutti_process_set_ranks(int32_t id, int32_t* ranks_out, int32_t capacity) {
 
 int tutti_mpi_threads_supported(void) { return tutti::MpiThreadMultiple() ? 1 : 0; }
 
+tutti_status tutti_start_timeline(const char* path) {
+  if (path == nullptr || path[0] == '\0') {
+    return Fail(Status::InvalidArgument("start_timeline: the file name is empty"));
+  }
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) return Fail(status);
+  status = context->StartTimeline(path);
+  if (!status.ok()) return Fail(status);
+  return TUTTI_OK;
+}
+
+tutti_status tutti_stop_timeline(void) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) return Fail(status);
+  context->StopTimeline();
+  return TUTTI_OK;
+}
+
+int tutti_counter_count(void) { return tutti::kCounterCount; }
+
+const char* tutti_counter_name(int index) {
+  if (index < 0 || index >= tutti::kCounterCount) return nullptr;
+  return tutti::kCounterNames[index];
+}
+
+int tutti_counters(int64_t* values_out, int capacity) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) {
+    Fail(status);
+    return -1;
+  }
+  for (int i = 0; values_out != nullptr && i < capacity && i < tutti::kCounterCount; ++i) {
+    values_out[i] = context->counters().Get(static_cast<tutti::Counter>(i));
+  }
+  return tutti::kCounterCount;
+}
+
 }  // extern "C"

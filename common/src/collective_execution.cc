@@ -26,6 +26,7 @@ std::vector<int64_t> Times(const std::vector<int64_t>& rows, int64_t factor) {
 Status CollectiveExecutor::Execute(const Response& response, const PendingOp& op) {
   const int set_size = sets_->Size(response.process_set);
   const int set_rank = sets_->RankIn(response.process_set, rank_);
+  const auto start = Timeline::Clock::now();
   Status s;
   switch (response.collective) {
     case Collective::kAllreduce: s = Allreduce(response, op, set_size); break;
@@ -39,6 +40,9 @@ Status CollectiveExecutor::Execute(const Response& response, const PendingOp& op
       break;
     case Collective::kAddProcessSet: s = AddProcessSet(op); break;
     case Collective::kRemoveProcessSet: s = RemoveProcessSet(op); break;
+  }
+  if (response.collective != Collective::kAllreduce) {
+    Trace({&op}, CollectiveName(response.collective), start);
   }
   if (s.ok()) return s;
   return Status(s.code(), std::string(CollectiveName(response.collective)) + " of tensor '" +
@@ -58,33 +62,59 @@ Status CollectiveExecutor::ExecuteJoined(const Response& response) {
 
 Status CollectiveExecutor::Allreduce(const Response& response, const PendingOp& op,
                                      int set_size) {
-  const RequestMeta& meta = op.meta;
+  (void)set_size;
+  return ExecuteFusedAllreduce(response.process_set, {&op});
+}
+
+Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
+                                                 const std::vector<const PendingOp*>& ops) {
+  using Clock = Timeline::Clock;
+  const RequestMeta& meta = ops[0]->meta;  // dtype, op and scales agree across the group
+  const int set_size = sets_->Size(set);
   const size_t element = DtypeSize(meta.dtype);
   const bool average = meta.reduce_op == TUTTI_REDUCE_AVERAGE;
-  // A single tensor reduces in its output; a group is packed into one scratch buffer so the
-  // transport runs one collective for all of it.
-  const bool fused = op.tensors.size() > 1;
+  std::vector<const TensorView*> tensors;
+  for (const PendingOp* op : ops) {
+    for (const TensorView& t : op->tensors) tensors.push_back(&t);
+  }
   int64_t total = 0;
-  for (const TensorView& t : op.tensors) total += ElementCount(t.shape);
-  char* buffer = fused ? Scratch(total * element) : static_cast<char*>(op.tensors[0].output);
+  for (const TensorView* t : tensors) total += ElementCount(t->shape);
+  const size_t total_bytes = total * element;
+  // One tensor reduces in its own output; several are packed into the fusion buffer so the
+  // transport runs one collective for all of them.
+  const bool fused = tensors.size() > 1;
+  char* buffer = fused ? FusionBuffer(total_bytes) : static_cast<char*>(tensors[0]->output);
+  auto start = Clock::now();
   size_t offset = 0;
-  for (const TensorView& t : op.tensors) {
-    const size_t bytes = ElementCount(t.shape) * element;
-    if (bytes > 0 && buffer + offset != t.input) std::memmove(buffer + offset, t.input, bytes);
+  for (const TensorView* t : tensors) {
+    const size_t bytes = ElementCount(t->shape) * element;
+    if (bytes > 0 && buffer + offset != t->input) std::memmove(buffer + offset, t->input, bytes);
     offset += bytes;
   }
   ScaleInPlace(meta.dtype, buffer, total, meta.prescale);
-  Status s = controller_->Allreduce(response.process_set, buffer, total, meta.dtype,
-                                    WireOp(meta.reduce_op));
+  if (fused) Trace(ops, "fusion_copy_in", start);
+  start = Clock::now();
+  Status s = controller_->Allreduce(set, buffer, total, meta.dtype, WireOp(meta.reduce_op));
+  Trace(ops, "allreduce", start,
+        "\"tensors\": " + std::to_string(tensors.size()) + ", \"bytes\": " +
+            std::to_string(total_bytes));
+  counters_->Add(kAllreduceCollectives);
+  counters_->Add(kAllreduceBytes, static_cast<int64_t>(total_bytes));
+  if (fused) {
+    counters_->Add(kFusedTensors, static_cast<int64_t>(tensors.size()));
+    counters_->Add(kFusedBytes, static_cast<int64_t>(total_bytes));
+  }
   if (!s.ok()) return s;
+  start = Clock::now();
   ScaleInPlace(meta.dtype, buffer, total, meta.postscale, average ? set_size : 1);
   if (!fused) return Status::OK();
   offset = 0;
-  for (const TensorView& t : op.tensors) {
-    const size_t bytes = ElementCount(t.shape) * element;
-    if (bytes > 0) std::memcpy(t.output, buffer + offset, bytes);
+  for (const TensorView* t : tensors) {
+    const size_t bytes = ElementCount(t->shape) * element;
+    if (bytes > 0) std::memcpy(t->output, buffer + offset, bytes);
     offset += bytes;
   }
+  Trace(ops, "fusion_copy_out", start);
   return Status::OK();
 }
 
@@ -198,6 +228,18 @@ Status CollectiveExecutor::Allocate(const PendingOp& op, int index,
                             std::to_string(index));
   }
   return Status::OK();
+}
+
+char* CollectiveExecutor::FusionBuffer(size_t bytes) {
+  if (fusion_.size() < bytes) fusion_.resize(bytes);
+  return fusion_.data();
+}
+
+void CollectiveExecutor::Trace(const std::vector<const PendingOp*>& ops, const char* what,
+                               Timeline::Clock::time_point start, const std::string& args) {
+  if (!timeline_->active()) return;
+  const auto end = Timeline::Clock::now();
+  for (const PendingOp* op : ops) timeline_->Span(op->meta.name, what, start, end, args);
 }
 
 char* CollectiveExecutor::Scratch(size_t bytes) {

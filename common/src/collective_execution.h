@@ -6,20 +6,31 @@
 #include <vector>
 
 #include "controller.h"
+#include "counters.h"
 #include "process_sets.h"
 #include "request.h"
 #include "request_queue.h"
 #include "status.h"
+#include "timeline.h"
 
 namespace tutti {
 
 class CollectiveExecutor {
  public:
-  CollectiveExecutor(Controller* controller, ProcessSetRegistry* sets, int rank)
-      : controller_(controller), sets_(sets), rank_(rank) {}
+  CollectiveExecutor(Controller* controller, ProcessSetRegistry* sets, int rank,
+                     Counters* counters, Timeline* timeline)
+      : controller_(controller),
+        sets_(sets),
+        rank_(rank),
+        counters_(counters),
+        timeline_(timeline) {}
 
   // Executes an agreed response for this rank's request `op`.
   Status Execute(const Response& response, const PendingOp& op);
+
+  // Executes agreed allreduce requests that share process set, dtype, op and scale factors
+  // with one transport call (fusion); one status for all of them.
+  Status ExecuteFusedAllreduce(int32_t set, const std::vector<const PendingOp*>& ops);
 
   // Takes part in an allreduce this rank did not submit because it joined: contributes zeros
   // of the negotiated dtype and sizes.
@@ -39,11 +50,19 @@ class CollectiveExecutor {
                   int64_t bytes, void** data);
   // A scratch buffer of at least `bytes`, reused across requests.
   char* Scratch(size_t bytes);
+  // The fusion buffer, reused across cycles (fresh pages are several times slower to fill).
+  char* FusionBuffer(size_t bytes);
+  // Records a timeline span for each op.
+  void Trace(const std::vector<const PendingOp*>& ops, const char* what,
+             Timeline::Clock::time_point start, const std::string& args = "");
 
   Controller* controller_;
   ProcessSetRegistry* sets_;
   const int rank_;
+  Counters* counters_;
+  Timeline* timeline_;
   std::vector<char> scratch_;
+  std::vector<char> fusion_;
 };
 
 }  // namespace tutti

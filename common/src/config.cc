@@ -61,6 +61,36 @@ Status ReadPositive(const EnvLookup& env, const std::string& name, double* out) 
   return Status::OK();
 }
 
+// Reads a number >= 0; leaves *out unchanged when unset.
+Status ReadNonNegative(const EnvLookup& env, const std::string& name, double* out) {
+  std::string var;
+  const char* value = Lookup(env, name, &var);
+  if (value == nullptr) return Status::OK();
+  char* end = nullptr;
+  double parsed = std::strtod(value, &end);
+  if (end == value || *end != '\0' || !std::isfinite(parsed) || parsed < 0) {
+    return Malformed(var, value, "a number >= 0");
+  }
+  *out = parsed;
+  return Status::OK();
+}
+
+// Reads 0/1 (also false/true); leaves *out unchanged when unset.
+Status ReadBool(const EnvLookup& env, const std::string& name, bool* out) {
+  std::string var;
+  const char* value = Lookup(env, name, &var);
+  if (value == nullptr) return Status::OK();
+  const std::string v(value);
+  if (v == "1" || v == "true" || v == "True") {
+    *out = true;
+  } else if (v == "0" || v == "false" || v == "False") {
+    *out = false;
+  } else {
+    return Malformed(var, value, "0 or 1");
+  }
+  return Status::OK();
+}
+
 std::string ReadString(const EnvLookup& env, const std::string& name) {
   std::string var;
   const char* value = Lookup(env, name, &var);
@@ -163,6 +193,35 @@ Status ParseConfig(const EnvLookup& env, Config* config) {
   Status s;
   if (!(s = ReadPositive(env, "CYCLE_TIME", &result.cycle_time_ms)).ok()) return s;
   if (!(s = ReadPositive(env, "GLOO_TIMEOUT_SECONDS", &result.timeout_seconds)).ok()) return s;
+  if (!(s = ReadInt(env, "CACHE_CAPACITY", 0, 1 << 20, &result.cache_capacity)).ok()) return s;
+  double fusion = static_cast<double>(result.fusion_threshold_bytes);
+  if (!(s = ReadNonNegative(env, "FUSION_THRESHOLD", &fusion)).ok()) return s;
+  result.fusion_threshold_bytes = static_cast<int64_t>(fusion);
+  if (!(s = ReadPositive(env, "STALL_CHECK_TIME_SECONDS", &result.stall_check_seconds)).ok()) {
+    return s;
+  }
+  if (!(s = ReadNonNegative(env, "STALL_SHUTDOWN_TIME_SECONDS", &result.stall_shutdown_seconds))
+           .ok()) {
+    return s;
+  }
+  result.timeline_path = ReadString(env, "TIMELINE");
+  if (!(s = ReadBool(env, "AUTOTUNE", &result.autotune)).ok()) return s;
+  result.autotune_log = ReadString(env, "AUTOTUNE_LOG");
+  if (!(s = ReadInt(env, "AUTOTUNE_WARMUP_SAMPLES", 0, 1000, &result.autotune_warmup_samples))
+           .ok()) {
+    return s;
+  }
+  if (!(s = ReadInt(env, "AUTOTUNE_STEPS_PER_SAMPLE", 1, 1000000,
+                    &result.autotune_steps_per_sample)).ok()) {
+    return s;
+  }
+  if (!(s = ReadPositive(env, "AUTOTUNE_GAUSSIAN_PROCESS_NOISE", &result.autotune_noise)).ok()) {
+    return s;
+  }
+  if (!(s = ReadInt(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 2, 1000,
+                    &result.autotune_max_samples)).ok()) {
+    return s;
+  }
   result.gloo.rendezvous_addr = ReadString(env, "GLOO_RENDEZVOUS_ADDR");
   if (!(s = ChooseController(env, result.gloo.rendezvous_addr, &result.controller)).ok()) {
     return s;

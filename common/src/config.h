@@ -2,6 +2,7 @@
 #ifndef TUTTI_SRC_CONFIG_H_
 #define TUTTI_SRC_CONFIG_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -28,8 +29,26 @@ struct GlooConfig {
 
 struct Config {
   ControllerKind controller = ControllerKind::kLocal;
-  // Negotiation cycle period. Requests arriving within one cycle are negotiated together.
+  // Longest time the core gathers requests before negotiating them. A request that arrives
+  // while this rank has nothing else in flight is negotiated at once.
   double cycle_time_ms = 1.0;
+  // Negotiated requests remembered so later steps skip the coordinator (0 disables).
+  int cache_capacity = 1024;
+  // Allreduce requests ready together are packed into buffers of at most this many bytes.
+  int64_t fusion_threshold_bytes = int64_t(128) << 20;
+  // Seconds a request may wait for other ranks before every rank logs a stall warning, and
+  // (when positive) before it fails instead.
+  double stall_check_seconds = 60.0;
+  double stall_shutdown_seconds = 0.0;
+  // Chrome trace file written by rank 0 from init on (empty: none).
+  std::string timeline_path;
+  // Online search of cycle time, fusion threshold and cache use; samples logged to the file.
+  bool autotune = false;
+  std::string autotune_log;
+  int autotune_warmup_samples = 3;   // samples discarded at the start
+  int autotune_steps_per_sample = 10;  // cycles that reduced data, per sample
+  int autotune_max_samples = 20;     // the search stops after this many samples
+  double autotune_noise = 0.01;      // floor on the optimiser's noise-to-signal ratio
   // Bound on every blocking wait that involves another process (rendezvous, Gloo pairs).
   double timeout_seconds = 60.0;
   GlooConfig gloo;

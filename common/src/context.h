@@ -1,28 +1,42 @@
 // The core's state between init and shutdown: the controller, the request queue and the
 // background thread that negotiates and executes requests.
+//
+// Each cycle opens with one bitwise AND across ranks (cycle_flags.h): it says which response
+// cache entries every rank has ready (those run without the coordinator) and whether anyone
+// needs a full negotiation (new or changed requests, shutdown, a join, announcements from the
+// coordinator). Ready requests are then executed in one agreed order, allreduces fused.
 #ifndef TUTTI_SRC_CONTEXT_H_
 #define TUTTI_SRC_CONTEXT_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "autotune.h"
 #include "collective_execution.h"
 #include "config.h"
 #include "controller.h"
+#include "counters.h"
+#include "cycle_flags.h"
 #include "negotiation.h"
 #include "process_sets.h"
 #include "request_queue.h"
+#include "response_cache.h"
 #include "status.h"
+#include "timeline.h"
 
 namespace tutti {
 
 class Context {
  public:
+  using Clock = std::chrono::steady_clock;
+
   // Connects the configured controller (blocking until all ranks joined) and starts the
   // background thread.
   static Status Create(const Config& config, std::unique_ptr<Context>* context);
@@ -42,7 +56,12 @@ class Context {
   Status AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id);
   Status RemoveProcessSet(int32_t id);
 
+  // Timeline control from any thread; only rank 0 writes a trace.
+  Status StartTimeline(const std::string& path);
+  void StopTimeline();
+
   const ProcessSetRegistry& process_sets() const { return process_sets_; }
+  const Counters& counters() const { return counters_; }
 
   // Copies taken at creation: valid from any thread, even while Shutdown() releases the
   // controller.
@@ -51,15 +70,47 @@ class Context {
   int64_t background_thread_id() const { return thread_id_.load(); }
 
  private:
+  // A request that hit the response cache and waits for the other ranks' bits.
+  struct CachedWait {
+    RequestMeta meta;
+    Clock::time_point since;
+  };
+  // One response to execute this cycle, with this rank's request for it (if any).
+  struct Work {
+    const Response* response = nullptr;
+    std::string name;
+    PendingOp op;
+    bool have_op = false;
+    int cache_slot = -1;  // >= 0: it ran from the cache
+  };
+
   Context(const Config& config, std::unique_ptr<Controller> controller);
 
   void Loop();
-  // Waits until the next cycle should start; false when the loop should stop instead.
-  void WaitForCycle(std::chrono::steady_clock::time_point cycle_start);
-  // One negotiation round plus execution; false when the loop must end (*reason says why).
+  // Waits until the next cycle should start.
+  void WaitForCycle(Clock::time_point last_start);
+  // One cycle: flags, negotiation when needed, execution; false when the loop must end
+  // (*reason says why).
   bool RunCycle(Status* reason);
-  void WarnAboutStalls();
-  void Execute(const Response& response);
+  // Sorts new requests into cache hits and requests for the coordinator.
+  void ClassifyNew(std::vector<bool>* invalidate);
+  CycleFlags MyFlags(std::vector<bool> invalidate);
+  // Applies the agreed flags: drops invalidated entries, collects the cached responses that
+  // every rank has ready, and sends waiting hits to the coordinator when the cache is off.
+  void ApplyAgreedFlags(const CycleFlags& agreed, std::vector<Response>* cached,
+                        std::vector<int>* cached_slots);
+  // Sends this rank's requests to the coordinator and receives the agreed responses.
+  Status Negotiate(ResponseList* responses);
+  // What rank 0 adds to a negotiation: stall reports and failures, autotune settings.
+  void Announce(ResponseList* responses);
+  bool WantsToAnnounce();
+  void ExecuteAll(const std::vector<Work*>& work, Clock::time_point negotiated);
+  void ExecuteOne(Work* work);
+  void Complete(const PendingOp& op, const Status& status);
+  void UpdateCache(const std::vector<Work*>& work);
+  void DemoteCached(int slot);
+  void ApplyTuning(const std::vector<double>& tuning);
+  void SampleAutotune(const std::vector<Work*>& work);
   // Runs a process-set change through negotiation and waits for it.
   Status ChangeProcessSets(Collective collective, std::vector<int64_t> argument, int32_t* id);
 
@@ -67,12 +118,27 @@ class Context {
   std::unique_ptr<Controller> controller_;
   const Topology topology_;
   const char* const controller_name_;  // a string literal
+  Counters counters_;
+  Timeline timeline_;
   RequestQueue queue_;
   ProcessSetRegistry process_sets_;
   Coordinator coordinator_;  // used on rank 0 only
   CollectiveExecutor executor_;
   std::mutex process_set_calls_mutex_;
   int64_t process_set_calls_ = 0;  // names each add/remove call; guarded by the mutex
+
+  // Background thread only.
+  ResponseCache cache_;
+  std::map<int, CachedWait> cached_waits_;  // by cache slot
+  std::vector<RequestMeta> unsent_;         // for the coordinator's next negotiation
+  bool cache_enabled_;
+  double cycle_time_ms_;
+  int64_t fusion_threshold_;
+  bool joined_here_ = false;
+  bool busy_anywhere_ = false;
+  Clock::time_point last_stall_report_;
+  std::unique_ptr<AutotuneSession> autotune_;  // rank 0 with TUTTI_AUTOTUNE=1
+  std::vector<double> tuning_to_announce_;
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;
@@ -83,7 +149,6 @@ class Context {
   bool shut_down_ = false;  // guarded by shutdown_mutex_
   std::thread thread_;
   std::atomic<int64_t> thread_id_{0};
-  std::chrono::steady_clock::time_point last_stall_check_;
 };
 
 }  // namespace tutti

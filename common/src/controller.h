@@ -38,6 +38,9 @@ class Controller {
   virtual Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) = 0;
   // Negotiation: rank 0's *bytes replaces *bytes on every other rank.
   virtual Status BroadcastFromRoot(std::string* bytes) = 0;
+  // Negotiation: replaces *words with the bitwise AND of every rank's words (all ranks pass
+  // the same length). Opens every cycle, so it must be the cheapest exchange there is.
+  virtual Status AgreeFlags(std::vector<uint64_t>* words) = 0;
 
   // Process sets, applied by every rank in the negotiated order. `ranks` are the sorted
   // global ranks of set `id`; non-members take part too (MPI's communicator split needs all).

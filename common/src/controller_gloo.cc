@@ -162,6 +162,37 @@ class GlooController : public Controller {
     });
   }
 
+  Status AgreeFlags(std::vector<uint64_t>* words) override {
+    // Allgather (n - 1 hops, fewer than a ring allreduce) and AND locally. Two persistent
+    // channels take turns: a peer that finished this exchange may start the next one at once,
+    // and it must not write into the buffer this rank is still reading.
+    return Guard("negotiation", [&] {
+      const int size = topology_.size;
+      const size_t bytes = words->size() * sizeof(uint64_t);
+      if (flag_channels_[0].in.size() != bytes) {
+        // Every rank passes the same length, and it only changes with the configuration.
+        for (FlagChannel& channel : flag_channels_) {
+          channel.in.assign(bytes, 0);
+          channel.out.assign(bytes * size, 0);
+          channel.gather.reset(new gloo::AllgatherRing<char>(
+              context_, {channel.in.data()}, channel.out.data(), static_cast<int>(bytes)));
+        }
+      }
+      FlagChannel& channel = flag_channels_[flag_turn_];
+      flag_turn_ ^= 1;
+      std::memcpy(channel.in.data(), words->data(), bytes);
+      channel.gather->run();
+      for (int r = 0; r < size; ++r) {
+        for (size_t w = 0; w < words->size(); ++w) {
+          uint64_t theirs;
+          std::memcpy(&theirs, channel.out.data() + r * bytes + w * sizeof(uint64_t),
+                      sizeof(theirs));
+          (*words)[w] &= theirs;
+        }
+      }
+    });
+  }
+
   Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) override {
     auto me = std::find(ranks.begin(), ranks.end(), topology_.rank);
     if (me == ranks.end() || ranks.size() == 1) return Status::OK();  // one rank: no mesh
@@ -282,6 +313,13 @@ class GlooController : public Controller {
   std::vector<char> gather_in_, gather_out_, broadcast_slot_;
   std::unique_ptr<gloo::AllgatherRing<char>> gather_;
   std::unique_ptr<gloo::BroadcastOneToAll<char>> broadcast_;
+  // The cycle-opening flag exchange (AgreeFlags), double-buffered.
+  struct FlagChannel {
+    std::vector<char> in, out;
+    std::unique_ptr<gloo::AllgatherRing<char>> gather;
+  };
+  FlagChannel flag_channels_[2];
+  int flag_turn_ = 0;
 };
 
 }  // namespace

@@ -17,11 +17,13 @@ class LocalController : public Controller {
     return Status::OK();
   }
   Status BroadcastFromRoot(std::string*) override { return Status::OK(); }
+  Status AgreeFlags(std::vector<uint64_t>*) override { return Status::OK(); }
   Status AddProcessSet(int32_t, const std::vector<int32_t>&) override { return Status::OK(); }
   void RemoveProcessSet(int32_t) override {}
   Status Allreduce(int32_t, void*, int64_t, tutti_dtype, tutti_reduce_op) override {
     return Status::OK();
   }
+
   Status Broadcast(int32_t, void*, int64_t, int) override { return Status::OK(); }
   Status Allgatherv(int32_t, const void* input, void* output, const std::vector<int64_t>& counts,
                     size_t element_size) override {

@@ -106,6 +106,16 @@ class MpiController : public Controller {
     return Status::OK();
   }
 
+  Status AgreeFlags(std::vector<uint64_t>* words) override {
+    if (Finalized()) return FinalizedError();
+    MPI_Request request;
+    Status s = MpiCall(MPI_Iallreduce(MPI_IN_PLACE, words->data(), static_cast<int>(words->size()),
+                                      MPI_UINT64_T, MPI_BAND, world_, &request),
+                       "MPI_Iallreduce");
+    if (!s.ok()) return s;
+    return Wait(&request, "negotiation");
+  }
+
   Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) override {
     if (Finalized()) return FinalizedError();
     bool member = false;

@@ -152,4 +152,44 @@ std::vector<std::string> Coordinator::Stalled(std::chrono::steady_clock::duratio
   return result;
 }
 
+std::vector<Response> Coordinator::FailStalled(std::chrono::steady_clock::duration age) {
+  std::vector<Response> failed;
+  const auto now = std::chrono::steady_clock::now();
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(age).count();
+  for (auto it = table_.begin(); it != table_.end();) {
+    const Entry& entry = it->second;
+    if (entry.ready || now - entry.first_seen < age) {
+      ++it;
+      continue;
+    }
+    std::vector<int> missing;
+    for (int32_t r : entry.members) {
+      if (!entry.submitted[r] && !joined_[r]) missing.push_back(r);
+    }
+    const RequestMeta* first = nullptr;
+    for (int r = 0; r < size_ && first == nullptr; ++r) {
+      if (entry.submitted[r]) first = &entry.by_rank[r];
+    }
+    Response response;
+    response.kind = Response::Kind::kError;
+    response.collective = first->collective;
+    response.process_set = first->process_set;
+    response.names.push_back(it->first);
+    response.error = std::string(CollectiveName(first->collective)) + " of tensor '" + it->first +
+                     "': waited more than " + std::to_string(seconds) + " s for " +
+                     RankList(missing) + " to submit it (TUTTI_STALL_SHUTDOWN_TIME_SECONDS)";
+    failed.push_back(std::move(response));
+    it = table_.erase(it);
+  }
+  return failed;
+}
+
+std::chrono::steady_clock::time_point Coordinator::OldestPending() const {
+  auto oldest = std::chrono::steady_clock::now();
+  for (const auto& item : table_) {
+    if (!item.second.ready && item.second.first_seen < oldest) oldest = item.second.first_seen;
+  }
+  return oldest;
+}
+
 }  // namespace tutti

@@ -39,6 +39,14 @@ class Coordinator {
   // ("'w' (missing ranks 1, 2)"); for stall warnings.
   std::vector<std::string> Stalled(std::chrono::steady_clock::duration age) const;
 
+  // Fails every name submitted by some ranks only and first seen at least `age` ago: an error
+  // response (for the ranks that submitted it) naming the missing ranks; the names are
+  // forgotten.
+  std::vector<Response> FailStalled(std::chrono::steady_clock::duration age);
+
+  // When the oldest name still waiting was first seen (now when none waits).
+  std::chrono::steady_clock::time_point OldestPending() const;
+
   size_t pending() const { return table_.size(); }
 
  private:

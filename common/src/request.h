@@ -74,6 +74,11 @@ struct ResponseList {
   std::vector<Response> responses;
   // Ranks that asked to stop. When not empty, every rank leaves its loop after this cycle.
   std::vector<int32_t> shutdown_ranks;
+  // Messages every rank logs (stall reports).
+  std::vector<std::string> warnings;
+  // Settings every rank adopts from this cycle on (autotune): cycle time in ms, fusion
+  // threshold in bytes, response cache on (1) or off (0). Empty: unchanged.
+  std::vector<double> tuning;
 };
 
 }  // namespace tutti

@@ -34,6 +34,11 @@ bool RequestQueue::Take(const std::string& name, PendingOp* op) {
   return true;
 }
 
+bool RequestQueue::Empty() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_.empty();
+}
+
 std::vector<PendingOp> RequestQueue::Close(const Status& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   closed_ = true;

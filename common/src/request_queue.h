@@ -3,6 +3,7 @@
 #ifndef TUTTI_SRC_REQUEST_QUEUE_H_
 #define TUTTI_SRC_REQUEST_QUEUE_H_
 
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -30,6 +31,7 @@ struct PendingOp {
   int32_t* result = nullptr;           // join: last rank; add_process_set: the new id
   tutti_done_fn done = nullptr;
   void* user_data = nullptr;
+  std::chrono::steady_clock::time_point enqueued;  // for the timeline
 
   void Complete(const Status& status) const {
     done(user_data, status.code(), status.ok() ? nullptr : status.message().c_str());
@@ -47,6 +49,9 @@ class RequestQueue {
 
   // Removes the in-flight request `name`; false when there is none.
   bool Take(const std::string& name, PendingOp* op);
+
+  // Whether no request is in flight.
+  bool Empty();
 
   // Refuses further requests with `reason` and returns all requests still in flight.
   std::vector<PendingOp> Close(const Status& reason);

@@ -6,7 +6,7 @@ namespace tutti {
 namespace {
 
 // Version byte at the start of each message, so a mixed-build job fails clearly.
-const uint8_t kWireVersion = 2;
+const uint8_t kWireVersion = 3;
 
 class Writer {
  public:
@@ -181,6 +181,10 @@ std::string SerializeResponseList(const ResponseList& list) {
     WriteInts(&w, resp.sizes);
     w.U32(static_cast<uint32_t>(resp.join_result));
   }
+  w.U32(static_cast<uint32_t>(list.warnings.size()));
+  for (const std::string& warning : list.warnings) w.Str(warning);
+  w.U32(static_cast<uint32_t>(list.tuning.size()));
+  for (double value : list.tuning) w.F64(value);
   return w.Take();
 }
 
@@ -227,6 +231,16 @@ Status ParseResponseList(const std::string& bytes, ResponseList* list) {
     }
     if (!ReadInts(&r, &resp.sizes) || !r.U32(&join_result)) return Corrupt("response sizes");
     resp.join_result = static_cast<int32_t>(join_result);
+  }
+  if (!r.Count(4, &count)) return Corrupt("warnings");
+  result.warnings.resize(count);
+  for (std::string& warning : result.warnings) {
+    if (!r.Str(&warning)) return Corrupt("warning");
+  }
+  if (!r.Count(8, &count)) return Corrupt("tuning");
+  result.tuning.resize(count);
+  for (double& value : result.tuning) {
+    if (!r.F64(&value)) return Corrupt("tuning");
   }
   if (!r.AtEnd()) return Corrupt("trailing bytes");
   *list = std::move(result);

@@ -205,6 +205,20 @@ TUTTI_EXPORT int tutti_process_set_ranks(int32_t id, int32_t* ranks_out, int32_t
 /* 1 if MPI was initialized with MPI_THREAD_MULTIPLE (0 otherwise, or not MPI). */
 TUTTI_EXPORT int tutti_mpi_threads_supported(void);
 
+/* ---- observability ---------------------------------------------------------- */
+/* Starts writing a Chrome trace of the core's activity to `path` (rank 0 only;
+ * other ranks return TUTTI_OK and write nothing). Replaces a trace in progress. */
+TUTTI_EXPORT tutti_status tutti_start_timeline(const char* path);
+/* Finishes the trace (a no-op when none is being written). */
+TUTTI_EXPORT tutti_status tutti_stop_timeline(void);
+/* Number of counters; their names are tutti_counter_name(0 .. n-1). */
+TUTTI_EXPORT int tutti_counter_count(void);
+/* Name of counter `index` ("cycles", "cache_hits", ...), or NULL out of range. */
+TUTTI_EXPORT const char* tutti_counter_name(int index);
+/* Copies up to `capacity` counter values (in name order); returns how many there
+ * are, or -1 before init. */
+TUTTI_EXPORT int tutti_counters(int64_t* values_out, int capacity);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -44,6 +44,7 @@ from .basics import (
     shutdown,
     size,
 )
+from .observability import counters, start_timeline, stop_timeline
 from .process_sets import (
     ProcessSet,
     add_process_set,
@@ -73,6 +74,9 @@ __all__ = [
     "mpi_enabled",
     "gloo_enabled",
     "mpi_threads_supported",
+    "start_timeline",
+    "stop_timeline",
+    "counters",
     "ReduceOp",
     "Average",
     "Sum",

@@ -117,6 +117,11 @@ _SIGNATURES = {
         ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_int32), ctypes.c_int32],
     ),
     "tutti_mpi_threads_supported": (ctypes.c_int, []),
+    "tutti_start_timeline": (ctypes.c_int, [ctypes.c_char_p]),
+    "tutti_stop_timeline": (ctypes.c_int, []),
+    "tutti_counter_count": (ctypes.c_int, []),
+    "tutti_counter_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "tutti_counters": (ctypes.c_int, [ctypes.POINTER(ctypes.c_int64), ctypes.c_int]),
 }
 
 
