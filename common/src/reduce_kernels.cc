@@ -86,6 +86,16 @@ void ReduceInto(tutti_dtype dtype, tutti_reduce_op op, void* inout, const void* 
 
 void ScaleInPlace(tutti_dtype dtype, void* data, size_t count, double factor, int divisor) {
   if (factor == 1.0 && divisor == 1) return;
+  // The common case (gradients averaged in float32) as one multiplication per element, which
+  // vectorises; a division per element costs several times the allreduce itself.
+  if (dtype == TUTTI_FLOAT32) {
+    const double multiplier = factor / divisor;
+    float* values = static_cast<float*>(data);
+    for (size_t i = 0; i < count; ++i) {
+      values[i] = static_cast<float>(static_cast<double>(values[i]) * multiplier);
+    }
+    return;
+  }
   DispatchDtype(dtype, [&](auto d) {
     using Info = DtypeInfo<decltype(d)::value>;
     using Storage = typename Info::Storage;

@@ -6,7 +6,8 @@
 // - Integers wrap around on overflow (two's complement), as MPI does.
 // - bool: SUM and MAX are logical or, MIN and PRODUCT logical and; results are 0 or 1.
 // - Floating-point MIN/MAX propagate NaN.
-// - Scaling (prescale, postscale, AVERAGE) is computed in double: value * factor / divisor.
+// - Scaling (prescale, postscale, AVERAGE) is computed in double: value * factor / divisor
+//   (float32: value * (factor / divisor), which rounds the same but for rare double-rounding).
 //   Floats round to the dtype; integers round to nearest with ties away from zero and saturate
 //   at the dtype's range (NaN becomes 0). int64 values beyond 2^53 lose precision when scaled,
 //   so a factor of exactly 1 with divisor 1 leaves the buffer untouched.

@@ -1,0 +1,184 @@
+"""The core's performance and observability features on several ranks:
+`performance.py <scenario> [argument]`.
+
+  cache     a repeated request is negotiated once, then served from the response cache;
+            a changed shape invalidates the entry; results stay right throughout
+  nocache   the same with TUTTI_CACHE_CAPACITY=0: nothing is cached
+  fusion    many async allreduces of interleaved dtypes, ops and scale factors, submitted
+            together: every result right, and the core fused some of them
+  timeline  run a few collectives, then start_timeline(argument) / stop_timeline() at run time
+  stall     rank 1 submits 3 s late (TUTTI_STALL_CHECK_TIME_SECONDS=1 set by the test)
+  stalldie  rank 1 never submits 'late'; the others get an error (stall shutdown time set)
+  forever   allreduce until killed (the timeline must stay valid JSON)
+  autotune  allreduce steps until rank 0's autotune converges; all ranks agree on the setting
+
+Each rank prints "rank R: ok" when its checks pass, and an assertion error otherwise.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+import tutti.numpy as hvd
+
+
+def say(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def check_sum(result, expected, what):
+    assert np.allclose(result, expected, rtol=1e-3, atol=1e-3), "%s: %r != %r" % (
+        what, result, expected)
+
+
+def cache(rank, size, enabled=True):
+    before = hvd.counters()
+    for step in range(6):
+        x = np.full(5, float(rank + step), np.float32)
+        check_sum(hvd.allreduce(x, name="cached", op=hvd.Sum),
+                  sum(r + step for r in range(size)), "step %d" % step)
+    after = hvd.counters()
+    hits = after["cache_hits"] - before["cache_hits"]
+    misses = after["cache_misses"] - before["cache_misses"]
+    if enabled:
+        assert (hits, misses) == (5, 1), "hits %d, misses %d" % (hits, misses)
+    else:
+        assert (hits, misses) == (0, 6), "hits %d, misses %d" % (hits, misses)
+    # A changed shape on one rank is caught, renegotiated, and the entry replaced.
+    x = np.full(7 if rank == 0 else 5, 1.0, np.float32)
+    try:
+        hvd.allreduce(x, name="cached", op=hvd.Sum)
+        raise AssertionError("a shape mismatch went through")
+    except hvd.PreconditionError as e:
+        assert "shape" in str(e), str(e)
+    for step in range(3):
+        check_sum(hvd.allreduce(np.ones(9, np.float32), name="cached", op=hvd.Sum),
+                  float(size), "after the change")
+    final = hvd.counters()
+    if enabled:
+        assert final["cache_invalidations"] - after["cache_invalidations"] >= 1, final
+        # Ranks other than 0 still offered the old shape: a hit, sent back to the coordinator
+        # when rank 0's changed request invalidated the entry. Then two hits on the new entry.
+        assert final["cache_hits"] - after["cache_hits"] == (2 if rank == 0 else 3), final
+        assert final["cache_enabled"] == 1
+    else:
+        assert final["cache_hits"] == 0 and final["cache_enabled"] == 0, final
+
+
+def fusion(rank, size):
+    dtypes = [np.float32, np.float16, np.int32, np.float64]
+    ops = [hvd.Sum, hvd.Max, hvd.Average]
+    fused_before = hvd.counters()["fused_tensors"]
+    for round_ in range(3):
+        handles, expected = [], []
+        for i in range(60):
+            dtype = dtypes[i % len(dtypes)]
+            op = ops[(i // 4) % len(ops)]
+            prescale = 2.0 if i % 5 == 0 and dtype != np.int32 else 1.0
+            values = [np.arange(i % 7 + 1) + r + i for r in range(size)]
+            x = values[rank].astype(dtype)
+            handles.append(hvd.allreduce_async(x, name="f.%d.%d" % (round_, i), op=op,
+                                               prescale_factor=prescale))
+            stacked = np.stack([v.astype(np.float64) * prescale for v in values])
+            reference = {hvd.Sum: stacked.sum(0), hvd.Max: stacked.max(0),
+                         hvd.Average: stacked.mean(0)}[op]
+            expected.append((reference, dtype, op))
+        for i, (handle, (reference, dtype, op)) in enumerate(zip(handles, expected)):
+            result = hvd.synchronize(handle)
+            assert result.dtype == dtype, (i, result.dtype)
+            if dtype == np.int32 and op == hvd.Average:
+                reference = np.floor(reference + 0.5)
+            check_sum(result.astype(np.float64), reference, "tensor %d" % i)
+    counters = hvd.counters()
+    assert counters["fused_tensors"] > fused_before, counters
+
+
+def timeline(rank, size, path):
+    x = np.ones(4, np.float32)
+    hvd.allreduce(x, name="before.timeline")
+    hvd.start_timeline(path)
+    for step in range(3):
+        hvd.allreduce(x, name="traced.allreduce")
+        hvd.allgather(x, name="traced.allgather")
+    handles = [hvd.allreduce_async(np.ones(8, np.float32), name="traced.fused.%d" % i)
+               for i in range(10)]
+    for handle in handles:
+        hvd.synchronize(handle)
+    hvd.stop_timeline()
+    hvd.allreduce(x, name="after.timeline")
+
+
+def stall(rank, size):
+    if rank == 1:
+        time.sleep(3)
+    hvd.allreduce(np.ones(2, np.float32), name="late")
+
+
+def stalldie(rank, size):
+    if rank == 1:
+        time.sleep(6)  # never submits 'late'; long enough for the others to give up
+        return
+    try:
+        hvd.allreduce(np.ones(2, np.float32), name="late")
+        raise AssertionError("the stalled allreduce completed")
+    except hvd.PreconditionError as e:
+        say("rank %d: PreconditionError: %s" % (rank, e))
+
+
+def autotune(rank, size):
+    grads = [np.ones(n, np.float32) for n in (1000, 50000, 3000, 200000, 10)]
+    converged = 0
+    steps = 0
+    while not converged:
+        handles = [hvd.allreduce_async(g, name="grad.%d" % i) for i, g in enumerate(grads)]
+        for handle in handles:
+            hvd.synchronize(handle)
+        steps += 1
+        assert steps < 3000, "autotune did not converge: %r" % hvd.counters()
+        done = np.array([hvd.counters()["autotune_converged"] if rank == 0 else 0], np.int32)
+        converged = int(hvd.allreduce(done, name="converged", op=hvd.Max)[0])
+    # Every rank runs with the setting rank 0 settled on.
+    for _ in range(3):
+        hvd.allreduce(np.ones(3, np.float32), name="settle")
+    c = hvd.counters()
+    mine = np.array([c["cycle_time_us"], c["fusion_threshold_bytes"], c["cache_enabled"]],
+                    np.int64)
+    everyone = hvd.allgather(mine.reshape(1, 3), name="settings")
+    assert (everyone == everyone[0]).all(), everyone
+    if rank == 0:
+        assert c["autotune_samples"] >= 2, c
+        say("rank 0: setting %s after %d samples" % (mine.tolist(), c["autotune_samples"]))
+
+
+def main():
+    scenario = sys.argv[1]
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    if scenario == "cache":
+        cache(rank, size)
+    elif scenario == "nocache":
+        cache(rank, size, enabled=False)
+    elif scenario == "fusion":
+        fusion(rank, size)
+    elif scenario == "timeline":
+        timeline(rank, size, sys.argv[2])
+    elif scenario == "stall":
+        stall(rank, size)
+    elif scenario == "stalldie":
+        stalldie(rank, size)
+    elif scenario == "forever":
+        say("rank %d: running" % rank)
+        while True:
+            hvd.allreduce(np.ones(16, np.float32), name="forever")
+    elif scenario == "autotune":
+        autotune(rank, size)
+    else:
+        raise SystemExit("unknown scenario %r" % scenario)
+    say("rank %d: ok" % rank)
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
