@@ -205,6 +205,8 @@ Status ParseConfig(const EnvLookup& env, Config* config) {
     return s;
   }
   result.timeline_path = ReadString(env, "TIMELINE");
+  if (!(s = ReadBool(env, "TIMELINE_MARK_CYCLES", &result.timeline_mark_cycles)).ok()) return s;
+  if (!(s = ReadBool(env, "STALL_CHECK_DISABLE", &result.stall_check_disabled)).ok()) return s;
   if (!(s = ReadBool(env, "AUTOTUNE", &result.autotune)).ok()) return s;
   result.autotune_log = ReadString(env, "AUTOTUNE_LOG");
   if (!(s = ReadInt(env, "AUTOTUNE_WARMUP_SAMPLES", 0, 1000, &result.autotune_warmup_samples))

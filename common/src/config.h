@@ -38,10 +38,12 @@ struct Config {
   int64_t fusion_threshold_bytes = int64_t(128) << 20;
   // Seconds a request may wait for other ranks before every rank logs a stall warning, and
   // (when positive) before it fails instead.
+  bool stall_check_disabled = false;
   double stall_check_seconds = 60.0;
   double stall_shutdown_seconds = 0.0;
   // Chrome trace file written by rank 0 from init on (empty: none).
   std::string timeline_path;
+  bool timeline_mark_cycles = false;  // a row with one span per negotiation cycle
   // Online search of cycle time, fusion threshold and cache use; samples logged to the file.
   bool autotune = false;
   std::string autotune_log;

@@ -194,7 +194,7 @@ bool Context::WantsToAnnounce() {
   if (config_.stall_shutdown_seconds > 0 && waited >= Seconds(config_.stall_shutdown_seconds)) {
     return true;
   }
-  return waited >= Seconds(config_.stall_check_seconds) &&
+  return !config_.stall_check_disabled && waited >= Seconds(config_.stall_check_seconds) &&
          now - last_stall_report_ >= Seconds(config_.stall_check_seconds);
 }
 
@@ -286,7 +286,8 @@ void Context::Announce(ResponseList* responses) {
       responses->responses.push_back(std::move(failed));
     }
   }
-  if (now - last_stall_report_ >= Seconds(config_.stall_check_seconds)) {
+  if (!config_.stall_check_disabled &&
+      now - last_stall_report_ >= Seconds(config_.stall_check_seconds)) {
     std::vector<std::string> stalled = coordinator_.Stalled(Seconds(config_.stall_check_seconds));
     if (!stalled.empty()) {
       last_stall_report_ = now;
@@ -306,6 +307,7 @@ void Context::Announce(ResponseList* responses) {
 
 bool Context::RunCycle(Status* reason) {
   counters_.Add(kCycles);
+  const auto cycle_start = Clock::now();
   std::vector<bool> invalidate(cache_.capacity(), false);
   ClassifyNew(&invalidate);
   const CycleFlags mine = MyFlags(std::move(invalidate));
@@ -362,6 +364,10 @@ bool Context::RunCycle(Status* reason) {
   UpdateCache(order);
   if (autotune_) SampleAutotune(order);
   if (!negotiated.tuning.empty()) ApplyTuning(negotiated.tuning);
+  if (config_.timeline_mark_cycles && timeline_.active() && !work.empty()) {
+    timeline_.Span("negotiation cycles", "cycle", cycle_start, Clock::now(),
+                   "\"responses\": " + std::to_string(work.size()));
+  }
   timeline_.Flush();
   if (negotiated.shutdown_ranks.empty()) return true;
   *reason = Status::Aborted(ShutdownMessage(negotiated.shutdown_ranks, topology_.rank));
