@@ -1,5 +1,6 @@
-"""Every collective of tutti.mxnet x every dtype x rank 1-3, process sets, objects,
-compression and join with uneven work, on 2 and 3 ranks under MPI and Gloo."""
+"""Every collective of tutti.mxnet x every dtype x rank 0-3 (x every op for the
+reductions), process sets, objects, compression and join with uneven work, on 2 and 3
+ranks under MPI and Gloo."""
 
 import sys
 

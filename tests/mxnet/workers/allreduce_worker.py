@@ -1,7 +1,8 @@
-"""Checks allreduce and allreduce_ for every dtype x op x rank 1-3 on all ranks.
+"""Checks allreduce and allreduce_ for every dtype x op x rank 0-3 on all ranks.
 
 Every rank computes all ranks' inputs (they depend only on the rank), so it can check
-its result against numpy. Prints "rank R: N allreduce cases passed" on success.
+its result against numpy. collectives_worker.py runs these checks with the others; run
+alone, this prints "rank R: N allreduce cases passed" on success.
 """
 
 import sys
@@ -84,11 +85,8 @@ def check(result, dtype, op, shape, in_place, size):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, err_msg=label)
 
 
-def main():
-    hvd.init()
-    rank, size = hvd.rank(), hvd.size()
-    assert size == 2, size
-
+def check_allreduce(rank, size):
+    """Returns the number of dtype x op x shape cases checked."""
     # Push every request first and only then read the results: the collectives run
     # asynchronously in MXNet's engine and the core negotiates them by name.
     pending = []
@@ -126,14 +124,31 @@ def main():
 
     # A temporary input that Python drops at once must stay valid until it is reduced.
     dropped = hvd.allreduce(mx.nd.ones((1000,)) * (rank + 1), op=hvd.Sum, name="temporary")
-    np.testing.assert_array_equal(dropped.asnumpy(), np.full(1000, 3.0))
+    np.testing.assert_array_equal(dropped.asnumpy(),
+                                  np.full(1000, float(sum(range(1, size + 1)))))
 
     # MXNet's numpy interface: the result has the caller's array type.
+    total = float(sum(range(1, size + 1)))
     numpy_style = hvd.allreduce(mx.np.full((2, 2), rank + 1.0), op=hvd.Sum, name="mx.np")
     assert isinstance(numpy_style, mx.np.ndarray), type(numpy_style)
-    np.testing.assert_array_equal(numpy_style.asnumpy(), np.full((2, 2), 3.0))
+    np.testing.assert_array_equal(numpy_style.asnumpy(), np.full((2, 2), total))
 
-    print("rank %d: %d allreduce cases passed" % (rank, len(pending)), flush=True)
+    # Zero-dimensional arrays (MXNet's numpy interface has them) with every op.
+    scalars = {op: hvd.allreduce(mx.np.array(rank + 1.0), op=op, name="scalar." + op.name)
+               for op in OPS}
+    ranks = np.arange(1.0, size + 1)
+    for op, want in [(hvd.Average, ranks.mean()), (hvd.Sum, ranks.sum()),
+                     (hvd.Min, 1.0), (hvd.Max, float(size)), (hvd.Product, ranks.prod())]:
+        assert scalars[op].shape == (), scalars[op].shape
+        np.testing.assert_allclose(scalars[op].asnumpy(), want, rtol=1e-6, err_msg=op.name)
+    return len(pending)
+
+
+def main():
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    count = check_allreduce(rank, size)
+    print("rank %d: %d allreduce cases passed" % (rank, count), flush=True)
     hvd.shutdown()
     return 0
 

@@ -57,7 +57,7 @@ def main():
                              name="reducescatter_mismatch")
     expect_mxnet_error(part, "reducescatter_mismatch")
 
-    output, _ = hvd.alltoall(mx.nd.ones((size, 1 + rank)), name="alltoall_mismatch")
+    output = hvd.alltoall(mx.nd.ones((size, 1 + rank)), name="alltoall_mismatch")
     expect_mxnet_error(output, "alltoall_mismatch")
 
     typed = hvd.broadcast(mx.nd.ones((2,), dtype="float32" if rank == 0 else "int32"), 0,

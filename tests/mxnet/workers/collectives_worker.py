@@ -1,5 +1,6 @@
-"""Checks every collective of tutti.mxnet for every dtype x rank 1-3 against numpy, plus
-process sets, objects, compression, barrier and join with uneven work. Runs on 2 or 3
+"""Checks every collective of tutti.mxnet for every dtype x rank 0-3 (and every op for the
+reductions) against numpy, plus process sets, objects, compression, barrier and join with
+uneven work. Runs on 2 or 3
 ranks; prints "rank R: collective cases passed" on success.
 
 Every rank computes all ranks' inputs (they depend only on the rank), so it can check its
@@ -12,14 +13,15 @@ import tutti.mxnet as hvd
 
 import mxnet as mx
 import numpy as np
-from allreduce_worker import DTYPES, SHAPES, expected, rank_input, to_mxnet, to_numpy
+from allreduce_worker import (DTYPES, OPS, SHAPES, check_allreduce, expected, rank_input,
+                              to_mxnet, to_numpy)
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 
 
-def summing_op(dtype):
-    """Sum, or its logical counterpart for bool (the core reduces bool Sum as 'or')."""
-    return hvd.Max if dtype == "bool" else hvd.Sum
+def ops_for(dtype):
+    """Every op, less Average for bool (undefined; see the error tests)."""
+    return [op for op in OPS if not (dtype == "bool" and op == hvd.Average)]
 
 
 def assert_equal(got, want, dtype, label):
@@ -37,16 +39,26 @@ def rows_input(dtype, shape, rank, rows):
 
 
 def check_grouped_allreduce(rank, size):
+    pending = []
     for dtype in DTYPES:
-        op = summing_op(dtype)
-        tensors = [to_mxnet(rank_input(dtype, s, rank), dtype) for s in SHAPES]
-        copies = hvd.grouped_allreduce(tensors, op=op, name="grouped." + dtype)
-        in_place = hvd.grouped_allreduce_(tensors, op=op, name="grouped_." + dtype)
-        assert all(a is b for a, b in zip(in_place, tensors))
+        for op in ops_for(dtype):
+            tensors = [to_mxnet(rank_input(dtype, s, rank), dtype) for s in SHAPES]
+            label = "%s.%s" % (dtype, op.name)
+            copies = hvd.grouped_allreduce(tensors, op=op, name="grouped." + label)
+            in_place = hvd.grouped_allreduce_(tensors, op=op, name="grouped_." + label)
+            assert all(a is b for a, b in zip(in_place, tensors))
+            pending.append((dtype, op, copies, tensors))
+    for dtype, op, copies, tensors in pending:
         for shape, copy, tensor in zip(SHAPES, copies, tensors):
             want = expected(dtype, op, shape, size)
-            assert_equal(copy, want, dtype, "grouped_allreduce %s %s" % (dtype, shape))
-            assert_equal(tensor, want, dtype, "grouped_allreduce_ %s %s" % (dtype, shape))
+            label = "%s %s %s" % (dtype, op.name, shape)
+            assert_equal(copy, want, dtype, "grouped_allreduce " + label)
+            assert_equal(tensor, want, dtype, "grouped_allreduce_ " + label)
+    scaled = hvd.grouped_allreduce([mx.nd.full((2,), rank + 1.0), mx.nd.ones((3, 2))],
+                                   op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.25)
+    total = sum(r + 1.0 for r in range(size))
+    np.testing.assert_allclose(scaled[0].asnumpy(), [total / 2] * 2, rtol=1e-6)
+    np.testing.assert_allclose(scaled[1].asnumpy(), np.full((3, 2), size / 2), rtol=1e-6)
     # Arrays sharing storage in one group: disjoint slices of one array, and one array
     # twice (its result is unspecified, but the request must complete).
     whole = mx.nd.array(np.arange(4.0) + rank)
@@ -87,6 +99,8 @@ def check_broadcast(rank, size):
             want = rank_input(dtype, shape, root)
             assert_equal(copy, want, dtype, "broadcast %s %s" % (dtype, shape))
             assert_equal(tensor, want, dtype, "broadcast_ %s %s" % (dtype, shape))
+    scalar = hvd.broadcast(mx.np.array(rank + 5.0), root, name="broadcast.scalar")
+    assert scalar.shape == () and float(scalar) == root + 5.0, scalar
 
 
 def alltoall_splits(rank, size):
@@ -112,9 +126,11 @@ def check_alltoall(rank, size):
                 received.asnumpy(), [alltoall_splits(r, size)[rank] for r in range(size)])
     # Equal parts when no splits are given.
     tensor = mx.nd.array(np.arange(2 * size) + 100 * rank)
-    output, received = hvd.alltoall(tensor, name="alltoall.equal")
+    output = hvd.alltoall(tensor, name="alltoall.equal")  # Horovod: no splits given, no tuple
     want = np.concatenate([np.arange(2 * size)[2 * rank:2 * rank + 2] + 100 * r
                            for r in range(size)])
+    np.testing.assert_array_equal(output.asnumpy(), want)
+    output, received = hvd.alltoall(tensor, splits=[2] * size, name="alltoall.even_splits")
     np.testing.assert_array_equal(output.asnumpy(), want)
     np.testing.assert_array_equal(received.asnumpy(), [2] * size)
 
@@ -128,18 +144,23 @@ def scattered(full, rank, size):
 
 def check_reducescatter(rank, size):
     shapes = [(5,), (4, 3), (7, 2, 2)]  # rows not divisible by the set size
+    pending = []
     for dtype in DTYPES:
-        op = summing_op(dtype)
-        singles = [hvd.reducescatter(to_mxnet(rank_input(dtype, s, rank), dtype), op=op,
-                                     name="reducescatter.%s.%d" % (dtype, len(s)))
-                   for s in shapes]
-        grouped = hvd.grouped_reducescatter(
-            [to_mxnet(rank_input(dtype, s, rank), dtype) for s in shapes], op=op,
-            name="grouped_reducescatter." + dtype)
+        for op in ops_for(dtype):
+            label = "%s.%s" % (dtype, op.name)
+            singles = [hvd.reducescatter(to_mxnet(rank_input(dtype, s, rank), dtype), op=op,
+                                         name="reducescatter.%s.%d" % (label, len(s)))
+                       for s in shapes]
+            grouped = hvd.grouped_reducescatter(
+                [to_mxnet(rank_input(dtype, s, rank), dtype) for s in shapes], op=op,
+                name="grouped_reducescatter." + label)
+            pending.append((dtype, op, singles, grouped))
+    for dtype, op, singles, grouped in pending:
         for shape, single, group in zip(shapes, singles, grouped):
             want = scattered(expected(dtype, op, shape, size), rank, size)
-            assert_equal(single, want, dtype, "reducescatter %s %s" % (dtype, shape))
-            assert_equal(group, want, dtype, "grouped_reducescatter %s %s" % (dtype, shape))
+            label = "%s %s %s" % (dtype, op.name, shape)
+            assert_equal(single, want, dtype, "reducescatter " + label)
+            assert_equal(group, want, dtype, "grouped_reducescatter " + label)
     base = mx.nd.array(rank_input("float32", (6, 2), rank))
     result = hvd.reducescatter(base, prescale_factor=2.0, postscale_factor=0.5)  # Average
     want = scattered(expected("float32", hvd.Average, (6, 2), size), rank, size)
@@ -159,7 +180,7 @@ def check_process_set(rank, size):
                                       [members[0], members[1], members[1]])
         root = hvd.broadcast(mx.nd.array([rank]), root_rank=1, process_set=subset)
         np.testing.assert_array_equal(root.asnumpy(), [members[1]])
-        output, received = hvd.alltoall(mx.nd.array([rank, rank]), process_set=subset)
+        output = hvd.alltoall(mx.nd.array([rank, rank]), process_set=subset)
         np.testing.assert_array_equal(output.asnumpy(), members)
         part = hvd.reducescatter(mx.nd.array([1.0, 2.0, 3.0]), op=hvd.Sum, process_set=subset)
         np.testing.assert_array_equal(part.asnumpy(), [2.0, 4.0] if set_rank == 0 else [6.0])
@@ -204,6 +225,7 @@ def check_join(rank, size):
 def main():
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
+    check_allreduce(rank, size)
     check_grouped_allreduce(rank, size)
     check_allgather(rank, size)
     check_broadcast(rank, size)

@@ -4,6 +4,7 @@ Run on 2 ranks. Prints "rank R: error checks passed" on success.
 """
 
 import sys
+import threading
 
 import tutti.mxnet as hvd
 
@@ -51,6 +52,28 @@ def main():
     # A request the core rejects outright (no average of booleans).
     flags = mx.nd.array([True, False], dtype=np.bool_)
     expect_mxnet_error(hvd.allreduce(flags, op=hvd.Average, name="bool_average"), "average")
+
+    # The error reaches whichever Python thread waits for the result.
+    seen = []
+    pending = hvd.allreduce(mx.nd.ones((3,) if rank == 0 else (2,)), op=hvd.Sum,
+                            name="thread_mismatch")
+    waiter = threading.Thread(target=lambda: seen.append(expect_mxnet_error(
+        pending, "thread_mismatch")))
+    waiter.start()
+    waiter.join(60)
+    assert len(seen) == 1, "the waiting thread did not see the MXNetError"
+
+    # A DistributedTrainer whose model differs between ranks: the gradient reduction
+    # fails, and reading the updated weight raises the core's message.
+    net = mx.gluon.nn.Dense(2, in_units=3 + rank)
+    net.initialize()
+    trainer = hvd.DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1},
+                                     prefix="mismatched.")
+    with mx.autograd.record():
+        loss = net(mx.nd.ones((1, 3 + rank))).sum()
+    loss.backward()
+    trainer.step(1)
+    expect_mxnet_error(net.weight.data(), "mismatched.grad.", "shape")
 
     # Later work is unaffected: collectives and plain MXNet operators run normally.
     for step in range(3):

@@ -32,6 +32,7 @@ from .data_movement import (  # noqa: E402
     grouped_allgather,
 )
 from .functions import allgather_object, broadcast_object, broadcast_parameters  # noqa: E402
+from .optimizer import DistributedOptimizer  # noqa: E402
 from .reductions import (  # noqa: E402
     allreduce,
     allreduce_,
@@ -62,5 +63,6 @@ __all__ = ["__version__"] + _common.__all__ + [
     "grouped_reducescatter",
     "join",
     "reducescatter",
+    "DistributedOptimizer",
     "DistributedTrainer",
 ]

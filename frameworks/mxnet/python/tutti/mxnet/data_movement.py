@@ -109,10 +109,12 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
     concatenates what every rank sent here.
 
     splits: rows per rank (a list, numpy array or NDArray), or None for equal parts.
-    Returns (output, received_splits), received_splits an int32 NDArray of the rows that
-    came from each rank. Waits until every rank has announced its splits, then returns;
-    the data itself moves asynchronously."""
+    Returns the output; when splits are given, like Horovod, (output, received_splits),
+    received_splits an int32 NDArray of the rows that came from each rank. Waits until
+    every rank has announced its splits, then returns; the data itself moves
+    asynchronously."""
     ops.check_tensor(tensor, "alltoall")
+    with_splits = splits is not None
     if tensor.ndim == 0:
         raise ValueError("tutti.mxnet.alltoall needs a tensor with at least one dimension")
     set_id, name = ops.prepare("alltoall", process_set, name, "alltoall")
@@ -124,4 +126,4 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
     received_splits = mx.nd.array(received, dtype="int32")
     if isinstance(tensor, mx.np.ndarray):
         received_splits = received_splits.as_np_ndarray()
-    return output, received_splits
+    return (output, received_splits) if with_splits else output

@@ -49,7 +49,8 @@ def broadcast_parameters(params, root_rank=0, prefix=None):
     """
     size = basics.size()
     if not isinstance(root_rank, int) or not 0 <= root_rank < size:
-        raise ValueError("root_rank must be a rank between 0 and %d, got %r" % (size - 1, root_rank))
+        raise ValueError("root_rank must be a rank between 0 and %d, got %r"
+                         % (size - 1, root_rank))
     if isinstance(params, (mx.gluon.ParameterDict, dict)):
         items = sorted(params.items())
     else:

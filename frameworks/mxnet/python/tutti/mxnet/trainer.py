@@ -1,32 +1,58 @@
-"""DistributedTrainer: a Gluon Trainer that averages gradients over all ranks."""
+"""DistributedTrainer: a Gluon Trainer that averages gradients over the ranks of a process
+set, with the reductions pushed asynchronously onto MXNet's engine."""
+
+import itertools
+import warnings
 
 import mxnet as mx
-from tutti.common import basics
-from tutti.common.basics import ReduceOp
+from tutti.common.process_sets import global_process_set
 
-from .reductions import allreduce_
+from . import gradients
+from .compression import Compression
+from .optimizer import DistributedOptimizer
+
+# Trainers without a prefix are numbered in construction order, which is the same on every
+# rank, so the gradient requests of two trainers never share a name.
+_unnamed_trainers = itertools.count()
 
 
 class DistributedTrainer(mx.gluon.Trainer):
-    """A gluon.Trainer whose gradients are averaged over all ranks before each update.
+    """A gluon.Trainer whose gradients are averaged over the ranks of `process_set` before
+    each update.
 
     Use it in place of gluon.Trainer; every rank then applies the same update, so models
     that start equal (see broadcast_parameters) stay equal. `trainer.step(batch_size)`
     takes the per-rank batch size, as with a local Trainer.
 
-    gradient_predivide_factor: gradients are divided by it before the sum and multiplied
-    by it after, which keeps large half-precision sums in range; the average is unchanged.
-    prefix: prepended to the names of the gradient reductions; needed only when several
-    DistributedTrainers reduce at the same time.
+    step() pushes one reduction per gradient (or, with num_groups > 0, one grouped
+    reduction per group of parameters) onto MXNet's engine and returns without waiting:
+    each reduction starts as soon as backward has written its gradient, the core fuses
+    the ones that are ready in the same cycle, and the optimizer update of a parameter
+    waits only for its own gradient (or its group). Earlier parameters get higher engine
+    priority, since the next forward pass needs them first.
+
+    compression: Compression.none or Compression.fp16 (gradients travel as float16).
+    gradient_predivide_factor: gradients are multiplied by 1/f before the sum and by
+        f/size after it (Horovod's definition); the average is unchanged, the range of
+        the partial sums is not.
+    prefix: prepended to the request names. Without one, trainers are numbered in the
+        order they are created, which must then be the same on every rank.
+    num_groups: 0 reduces each gradient with its own request; n > 0 splits the
+        parameters into n groups of consecutive parameters, one grouped request each
+        (and per dtype).
+    process_set: the ranks that average their gradients; every member must train.
     """
 
-    def __init__(
-        self, params, optimizer, optimizer_params=None, gradient_predivide_factor=1.0, prefix=None
-    ):
-        if gradient_predivide_factor <= 0:
-            raise ValueError(
-                "gradient_predivide_factor must be positive, got %r" % (gradient_predivide_factor,)
-            )
+    def __init__(self, params, optimizer, optimizer_params=None, compression=Compression.none,
+                 gradient_predivide_factor=1.0, prefix=None, num_groups=0,
+                 process_set=global_process_set):
+        if isinstance(optimizer, DistributedOptimizer):
+            warnings.warn("DistributedTrainer reduces the gradients itself and takes a plain "
+                          "optimizer; using the one inside the DistributedOptimizer")
+            optimizer = optimizer._optimizer
+        self._reducer = gradients.GradientReducer(
+            "DistributedTrainer", compression, gradient_predivide_factor, num_groups,
+            process_set, gradients.check_prefix(prefix))
         # No kvstore: the gradients are reduced by tutti, and each rank updates locally.
         super().__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         if len(self._contexts) > 1:
@@ -34,22 +60,13 @@ class DistributedTrainer(mx.gluon.Trainer):
                 "DistributedTrainer expects one context per process (one rank per device), "
                 "got %s" % (self._contexts,)
             )
-        self._gradient_predivide_factor = float(gradient_predivide_factor)
-        self._prefix = prefix or ""
+        if prefix is None:  # numbered only once constructed, so failures never skip a number
+            self._reducer.prefix = "trainer%d." % next(_unnamed_trainers)
 
     def _allreduce_grads(self):
-        if basics.size() == 1:
-            return
         # Parameters are matched across ranks by their index, which every rank builds in
         # the same order; Gluon's names may differ (they count blocks per process).
-        for index, param in enumerate(self._params):
-            if param.grad_req == "null":
-                continue
-            allreduce_(
-                param.list_grad()[0],
-                op=ReduceOp.Average,
-                name="%sgradient.%d" % (self._prefix, index),
-                priority=-index,
-                prescale_factor=1.0 / self._gradient_predivide_factor,
-                postscale_factor=self._gradient_predivide_factor,
-            )
+        entries = [(index, param.list_grad()[0]) for index, param in enumerate(self._params)
+                   if param.grad_req != "null"]
+        self._reducer.reduce(entries)
+
