@@ -24,10 +24,8 @@ except ImportError as error:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = [
-    "src/allreduce_op.cc",
-    "src/status.cc",
-    "src/tensor_view.cc",
-    "src/topology_ops.cc",
+    "src/collective_kernels.cc",
+    "src/op_definitions.cc",
 ]
 
 

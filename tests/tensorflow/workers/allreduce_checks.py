@@ -1,13 +1,7 @@
-"""Runs on every rank of a job: exercises tutti.tensorflow end to end.
+"""Checks of tutti.tensorflow's allreduce, topology and lifecycle (run by
+tensorflow_checks.py): every dtype, op and shape, eagerly and in tf.function, scaling,
+gradients and the errors the core reports."""
 
-Usage: allreduce_checks.py EXPECTED_SIZE EXPECTED_CONTROLLER   (controller: mpi, gloo, local)
-
-One process does many checks because importing TensorFlow takes seconds. Each check
-raises AssertionError with the details on failure; on success the rank prints
-"rank R: N checks passed".
-"""
-
-import sys
 import warnings
 
 import numpy as np
@@ -25,30 +19,7 @@ DTYPES = [
 OPS = [hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product]
 SHAPES = [(5,), (3, 4), (2, 3, 2)]
 
-checks = 0
-
-
-def check(condition, message):
-    global checks
-    checks += 1
-    if not condition:
-        raise AssertionError("rank %s: %s" % (rank_label(), message))
-
-
-def rank_label():
-    return hvd.rank() if hvd.is_initialized() else "?"
-
-
-def expect_error(error_type, function, *fragments):
-    """Calls `function`, which must raise `error_type` whose message has every fragment."""
-    try:
-        function()
-    except error_type as error:
-        message = getattr(error, "message", None) or str(error)
-        for fragment in fragments:
-            check(fragment in message, "%r is not in the error message: %s" % (fragment, message))
-        return message
-    check(False, "%s did not raise %s" % (function, error_type.__name__))
+from checking import check, expect_error
 
 
 # ---- inputs and expected results -------------------------------------------------------
@@ -195,9 +166,11 @@ def check_api_details():
     check(compressed.dtype == tf.float32 and np.array_equal(compressed.numpy(), total),
           "fp16 compression")
     slices = tf.IndexedSlices(tf.reshape(x, [2, 2]), tf.constant([0, 2]), tf.constant([3, 2]))
-    dense = hvd.allreduce(slices, op=hvd.Sum).numpy()
+    reduced = hvd.allreduce(slices, op=hvd.Sum)
+    check(isinstance(reduced, tf.IndexedSlices), "IndexedSlices in, IndexedSlices out")
+    dense = tf.convert_to_tensor(reduced).numpy()
     want = np.zeros((3, 2))
-    want[[0, 2]] = total.reshape(2, 2)
+    want[[0, 2]] = total.reshape(2, 2)  # the ranks' rows add up where they meet
     check(np.array_equal(dense, want), "IndexedSlices: %s vs %s" % (dense, want))
     # A scalar, empty tensors, a 16 MB tensor.
     check(float(hvd.allreduce(tf.constant(1.0), op=hvd.Sum)) == size, "scalar")
@@ -263,9 +236,10 @@ def check_gradients():
 
 
 def check_core_errors():
-    # Errors the core reports become FailedPreconditionError with the core's message, and
-    # later collectives still work.
-    expect_error(tf.errors.FailedPreconditionError,
+    # Ranks that disagree give FailedPreconditionError with the core's message, and later
+    # collectives still work.
+    # A request the core refuses at once (invalid on its own) raises InvalidArgumentError.
+    expect_error(tf.errors.InvalidArgumentError,
                  lambda: hvd.allreduce(tf.constant([True, False]), op=hvd.Average),
                  "AVERAGE is not defined for bool")
     if hvd.size() > 1:
@@ -292,23 +266,3 @@ def check_after_shutdown():
     check(not hvd.is_initialized(), "initialized after shutdown()")
     expect_error(tf.errors.FailedPreconditionError,
                  lambda: hvd.allreduce(tf.ones([2])), "init")
-
-
-def main(argv):
-    expected_size, expected_controller = int(argv[1]), argv[2]
-    check_before_init()
-    hvd.init()
-    check_topology(expected_size, expected_controller)
-    check_values_eagerly()
-    check_values_in_function()
-    check_scaling()
-    check_api_details()
-    check_gradients()
-    check_core_errors()
-    rank = hvd.rank()
-    check_after_shutdown()
-    print("rank %d: %d checks passed" % (rank, checks), flush=True)
-
-
-if __name__ == "__main__":
-    main(sys.argv)

@@ -1,0 +1,91 @@
+"""DistributedGradientTape and PartialDistributedGradientTape: a tf.GradientTape whose
+gradient() returns gradients averaged over the ranks."""
+
+import tensorflow as tf
+from tutti.common.basics import Average
+from tutti.common.process_sets import global_process_set
+
+from .compression import Compression
+from .gradient_reduction import GradientReducer
+
+
+class _DistributedGradientTape:
+    """Wraps a tf.GradientTape: gradient() reduces the tape's gradients over the ranks;
+    everything else (watch, stop_recording, jacobian, ...) is the wrapped tape's."""
+
+    def __init__(self, tape, reducer):
+        if not isinstance(tape, tf.GradientTape):
+            raise TypeError("DistributedGradientTape wraps a tf.GradientTape, got %s"
+                            % type(tape).__name__)
+        self._tape = tape
+        self._reducer = reducer
+
+    def __enter__(self):
+        self._tape.__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        return self._tape.__exit__(*exc_info)
+
+    def __getattr__(self, name):
+        return getattr(self._tape, name)
+
+    def register_local_source(self, source):
+        """Keeps the gradient of `source` (a variable) local: it is not reduced."""
+        self._reducer.add_local_variable(source)
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=tf.UnconnectedGradients.NONE):
+        """The wrapped tape's gradients of `target` with respect to `sources`, reduced
+        over the ranks (same nested structure as `sources`)."""
+        gradients = self._tape.gradient(target, sources, output_gradients,
+                                        unconnected_gradients)
+        flat_sources = tf.nest.flatten(sources)
+        flat = self._reducer.reduce(tf.nest.flatten(gradients), flat_sources)
+        return tf.nest.pack_sequence_as(gradients, flat)
+
+
+def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
+                            compression=Compression.none, sparse_as_dense=False, op=Average,
+                            gradient_predivide_factor=1.0, num_groups=0, groups=None,
+                            process_set=global_process_set, scale_local_gradients=True):
+    """A tape whose gradient() averages the gradients over the ranks of `process_set`
+    (op=hvd.Sum sums them).
+
+        with tf.GradientTape() as tape:
+            loss = ...
+        tape = hvd.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
+
+    compression: hvd.Compression.fp16 sends floating-point gradients as float16.
+    sparse_as_dense: densify tf.IndexedSlices gradients (else their rows are gathered).
+    gradient_predivide_factor: split the averaging into a division before the sum and
+        one after it.
+    num_groups / groups: how gradients are bundled into requests (default: one request
+        per dtype). Gradients that are None stay None.
+    """
+    reducer = GradientReducer(device_dense, device_sparse, compression, sparse_as_dense, op,
+                              gradient_predivide_factor, num_groups, groups, process_set,
+                              scale_local_gradients=scale_local_gradients)
+    return _DistributedGradientTape(gradtape, reducer)
+
+
+def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
+                                   compression=Compression.none, sparse_as_dense=False,
+                                   op=Average, gradient_predivide_factor=1.0, num_groups=0,
+                                   groups=None, process_set=global_process_set,
+                                   local_layers=None, scale_local_gradients=True):
+    """DistributedGradientTape whose `local_layers` (a Keras layer or a list of them)
+    keep their gradients local: their variables' gradients are not reduced (with
+    scale_local_gradients, the default, they are divided by the set size like the
+    averaged ones). More variables can be made local with tape.register_local_source(v).
+    """
+    if local_layers is None:
+        local_layers = []
+    elif not isinstance(local_layers, (list, tuple)):
+        local_layers = [local_layers]
+    local_variables = [v for layer in local_layers for v in layer.trainable_weights]
+    reducer = GradientReducer(device_dense, device_sparse, compression, sparse_as_dense, op,
+                              gradient_predivide_factor, num_groups, groups, process_set,
+                              local_variables, scale_local_gradients)
+    return _DistributedGradientTape(gradtape, reducer)
