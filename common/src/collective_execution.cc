@@ -83,7 +83,12 @@ Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
   // One tensor reduces in its own output; several are packed into the fusion buffer so the
   // transport runs one collective for all of them.
   const bool fused = tensors.size() > 1;
-  char* buffer = fused ? FusionBuffer(total_bytes) : static_cast<char*>(tensors[0]->output);
+  char* buffer = static_cast<char*>(tensors[0]->output);
+  if (fused) {
+    // The transport's own memory when it offers some (shared memory reduces it in place).
+    buffer = static_cast<char*>(controller_->FusionBuffer(set, total_bytes));
+    if (buffer == nullptr) buffer = FusionBuffer(total_bytes);
+  }
   auto start = Clock::now();
   size_t offset = 0;
   for (const TensorView* t : tensors) {

@@ -204,6 +204,26 @@ Status ParseConfig(const EnvLookup& env, Config* config) {
            .ok()) {
     return s;
   }
+  {
+    std::string var;
+    const char* value = Lookup(env, "SHM", &var);
+    const std::string mode = value ? value : "auto";
+    if (mode == "auto") {
+      result.shm = SharedMemoryMode::kAuto;
+    } else if (mode == "on" || mode == "1") {
+      result.shm = SharedMemoryMode::kOn;
+    } else if (mode == "off" || mode == "0") {
+      result.shm = SharedMemoryMode::kOff;
+    } else {
+      return Malformed(var, value, "one of auto, on, off");
+    }
+  }
+  if (!(s = ReadBool(env, "HIERARCHICAL_ALLREDUCE", &result.hierarchical_allreduce)).ok()) {
+    return s;
+  }
+  double shm_buffer = static_cast<double>(result.shm_buffer_bytes);
+  if (!(s = ReadNonNegative(env, "SHM_BUFFER_BYTES", &shm_buffer)).ok()) return s;
+  result.shm_buffer_bytes = static_cast<int64_t>(shm_buffer);
   result.timeline_path = ReadString(env, "TIMELINE");
   if (!(s = ReadBool(env, "TIMELINE_MARK_CYCLES", &result.timeline_mark_cycles)).ok()) return s;
   if (!(s = ReadBool(env, "STALL_CHECK_DISABLE", &result.stall_check_disabled)).ok()) return s;

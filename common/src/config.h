@@ -12,6 +12,9 @@ namespace tutti {
 
 enum class ControllerKind { kLocal, kMpi, kGloo };
 
+// TUTTI_SHM: collectives among ranks of one host through shared memory.
+enum class SharedMemoryMode { kAuto, kOn, kOff };
+
 const char* ControllerKindName(ControllerKind kind);
 
 struct GlooConfig {
@@ -54,6 +57,14 @@ struct Config {
   // Bound on every blocking wait that involves another process (rendezvous, Gloo pairs).
   double timeout_seconds = 60.0;
   GlooConfig gloo;
+  // auto: use shared memory where ranks share a host and it can be set up; on: fail init when
+  // it cannot; off: never.
+  SharedMemoryMode shm = SharedMemoryMode::kAuto;
+  // Allreduce over several hosts: within each host over shared memory, across hosts among one
+  // rank per host, then shared within the host.
+  bool hierarchical_allreduce = true;
+  // Per-rank fusion buffer inside the shared segment (fused allreduces skip a copy).
+  int64_t shm_buffer_bytes = int64_t(32) << 20;
   // How many times this process initialized before (set by init, not by the environment);
   // keeps each init's rendezvous keys apart.
   int generation = 0;

@@ -7,16 +7,20 @@
 namespace tutti {
 
 Status CreateController(const Config& config, std::unique_ptr<Controller>* controller) {
+  Status s;
   switch (config.controller) {
     case ControllerKind::kLocal:
       *controller = CreateLocalController();
       return Status::OK();
     case ControllerKind::kMpi:
-      return CreateMpiController(config, controller);
+      s = CreateMpiController(config, controller);
+      break;
     case ControllerKind::kGloo:
-      return CreateGlooController(config, controller);
+      s = CreateGlooController(config, controller);
+      break;
   }
-  return Status::Internal("unknown controller kind");
+  if (!s.ok()) return s;
+  return AddSharedMemory(config, controller);
 }
 
 Status Controller::ReduceScatter(int32_t set, int set_rank, void* buffer,

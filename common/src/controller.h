@@ -70,6 +70,14 @@ class Controller {
                                const std::vector<int64_t>& counts, void* output,
                                tutti_dtype dtype, tutti_reduce_op op);
   virtual Status Barrier(int32_t set) = 0;
+
+  // Memory the transport prefers as the fusion buffer of set `set` (an allreduce on it may
+  // skip a copy), or null: use your own. Same answer on every member for the same bytes.
+  virtual void* FusionBuffer(int32_t set, size_t bytes) {
+    (void)set;
+    (void)bytes;
+    return nullptr;
+  }
 };
 
 // Connects the controller chosen by config.controller. Blocks until every rank has joined or
@@ -80,6 +88,9 @@ Status CreateController(const Config& config, std::unique_ptr<Controller>* contr
 std::unique_ptr<Controller> CreateLocalController();
 Status CreateMpiController(const Config& config, std::unique_ptr<Controller>* controller);
 Status CreateGlooController(const Config& config, std::unique_ptr<Controller>* controller);
+// Wraps a connected controller so that ranks of one host use shared memory (controller_shm.cc);
+// blocks until every rank has set up its host's segment.
+Status AddSharedMemory(const Config& config, std::unique_ptr<Controller>* controller);
 
 }  // namespace tutti
 

@@ -1,6 +1,6 @@
 #include "gloo_collectives.h"
 
-#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier_all_to_all.h>
 #include <gloo/broadcast_one_to_all.h>
 #include <gloo/transport/unbound_buffer.h>
@@ -83,7 +83,9 @@ void GlooAllreduce(const GlooContext& context, void* buffer, int64_t count, tutt
       Storage* data = static_cast<Storage*>(buffer);
       for (int64_t done = 0; done < count; done += kMaxChunk) {
         int chunk = static_cast<int>(std::min(kMaxChunk, count - done));
-        gloo::AllreduceRing<Storage>(context, {data + done}, chunk, fn).run();
+        // Reduce-scatter then allgather: each element is reduced once, by one rank, so every
+        // rank ends with the same bits (the plain ring reduces in a different order on each).
+        gloo::AllreduceRingChunked<Storage>(context, {data + done}, chunk, fn).run();
       }
     });
   });

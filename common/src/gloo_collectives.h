@@ -1,4 +1,4 @@
-// Collectives on one Gloo context, built from the legacy algorithm classes (AllreduceRing,
+// Collectives on one Gloo context, built from the legacy algorithm classes (AllreduceRingChunked,
 // BroadcastOneToAll, BarrierAllToAll) and, for the variable-size ones and reducescatter,
 // pairwise transfers with unbound buffers. (Gloo's options-API functions size socket buffers per message, which is
 // very slow on this Gloo, so they are not used.) Failures and timeouts throw, like Gloo.

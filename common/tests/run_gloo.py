@@ -2,7 +2,10 @@
 the way tuttirun would (same environment contract). Exits with the first non-zero exit
 status, or 124 when the ranks did not finish within --timeout seconds.
 
-    python3 run_gloo.py -np 3 [--timeout 120] -- ./allreduce_worker 3
+    python3 run_gloo.py -np 3 [--timeout 120] [--hosts 2] -- ./allreduce_worker 3
+
+--hosts H splits the ranks into H simulated hosts (consecutive ranks, as even as possible):
+each rank's TUTTI_LOCAL_*/TUTTI_CROSS_* say which, the way tuttirun sets them for real hosts.
 """
 
 import argparse
@@ -20,22 +23,25 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("-np", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--hosts", type=int, default=1)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     secret = secrets.token_hex(16)
     server = store_server.start(secret)
     procs = []
+    host_of = [rank * args.hosts // args.np for rank in range(args.np)]
     for rank in range(args.np):
+        host = host_of[rank]
         env = dict(os.environ)
         env.update(
             TUTTI_CONTROLLER="gloo",
             TUTTI_RANK=str(rank),
             TUTTI_SIZE=str(args.np),
-            TUTTI_LOCAL_RANK=str(rank),
-            TUTTI_LOCAL_SIZE=str(args.np),
-            TUTTI_CROSS_RANK="0",
-            TUTTI_CROSS_SIZE="1",
+            TUTTI_LOCAL_RANK=str(host_of[:rank].count(host)),
+            TUTTI_LOCAL_SIZE=str(host_of.count(host)),
+            TUTTI_CROSS_RANK=str(host),
+            TUTTI_CROSS_SIZE=str(args.hosts),
             TUTTI_GLOO_RENDEZVOUS_ADDR="127.0.0.1",
             TUTTI_GLOO_RENDEZVOUS_PORT=str(server.server_address[1]),
             TUTTI_GLOO_SECRET=secret,

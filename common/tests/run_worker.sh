@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs a core test worker as a job of NP ranks.
-#   run_worker.sh local|mpi|gloo NP CORE_LIBRARY RUN_GLOO_PY WORKER [WORKER_ARGS...]
-# local: one process, no launcher; mpi: mpirun; gloo: run_gloo.py with a test store.
+#   run_worker.sh local|mpi|gloo|gloo2hosts NP CORE_LIBRARY RUN_GLOO_PY WORKER [WORKER_ARGS...]
+# local: one process, no launcher; mpi: mpirun; gloo: run_gloo.py with a test store;
+# gloo2hosts: the same with the ranks split into two simulated hosts.
 # Workers link libtutti_core.so.1 by soname, like a framework plugin; Bazel's runfiles hold
 # the library as libtutti_core.so, so a private directory with the soname link goes on
 # LD_LIBRARY_PATH. Every run is bounded by a timeout so a broken job fails instead of hanging.
@@ -31,8 +32,11 @@ case "$controller" in
   gloo)
     python3 "$run_gloo" -np "$np" --timeout 180 -- "$@"
     ;;
+  gloo2hosts)
+    python3 "$run_gloo" -np "$np" --hosts 2 --timeout 180 -- "$@"
+    ;;
   *)
-    echo "run_worker.sh: unknown controller '$controller' (local, mpi or gloo)" >&2
+    echo "run_worker.sh: unknown controller '$controller' (local, mpi, gloo or gloo2hosts)" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,387 @@
+// Same-host collectives through one POSIX shared-memory segment per group.
+//
+// Segment (layout.h): a header (parameters, the abort word and message), one cache line per
+// rank for its phase counter, one for the number of peers sleeping on its words, one with its
+// pid and start time, two "tiny" lines per rank, and per rank a ring of `ring_slots` slots of
+// `chunk_bytes` data each (plus a descriptor and per-destination counts). Every line and slot
+// has exactly one writer, its owner. Rank 0 creates the segment; the name is unlinked as soon
+// as every rank has mapped it, so nothing outlives the processes, even when they are killed.
+//
+// Synchronisation. All ranks issue the same calls in the same order, so each rank can hand out
+// the same sequence of phase numbers locally. When a rank finishes a step it stores the step's
+// phase into its counter (release); a peer that needs that step waits until the counter has
+// reached the phase (acquire, wrap-safe comparison). Posting never waits. A slot may be
+// rewritten only when every rank has posted the phase that ended the last round using it
+// (slot_free_), which lets fast ranks run ahead by up to ring_slots rounds.
+//
+// Protocols by size (allreduce; the sums are always taken in rank order, x0 + x1 + ..., so
+// every rank gets bit-identical results):
+// - tiny (<= 1792 bytes, also Barrier): each rank writes its data into cache lines that carry
+//   56 data bytes and a sequence number each (two blocks alternate between calls), then reads
+//   every rank's lines and reduces all of them itself. Flag and data travel together: one
+//   cache-line transfer per 56 bytes and peer, no counter traffic.
+// - small (<= small_bytes): one round: copy into the slot, post, wait for all, every rank
+//   reduces all slots itself (one synchronisation).
+// - pipelined: chunk by chunk (chunk_bytes) through the slot ring. Each rank copies into its
+//   slot the slices of the chunk that the others reduce, posts; reduces its own 1/size slice
+//   across all ranks (its own part straight from its buffer) and publishes the result in its
+//   slot, posts; copies the other slices' results out, posts. The loop is skewed by one chunk
+//   (copy in k+1, reduce k, copy out k-1), so a briefly late rank stalls the others less.
+// - scratch: the buffer lies in the caller's ScratchBuffer() (same offset on every rank): no
+//   copy in, no chunks; each rank reduces its slice from everyone's scratch in place, copies
+//   the others' slices out, and waits until all have done so (the caller may then refill it).
+// Broadcast, allgatherv and alltoallv move data in the same rounds (the owner writes a chunk
+// of its data to its slot, the readers copy what concerns them, everyone posts "done").
+// Each slot carries a descriptor of the call (kind, dtype/op/root, byte counts), and tiny
+// lines a packed one, so ranks that issue different calls fail with a message instead of
+// exchanging garbage.
+//
+// Waiting (WaitFor): check; spin with a pause instruction for spin_seconds (about 30 us:
+// waking a sleeping process costs more than that); then sched_yield for yield_seconds, so a
+// peer preempted by another process gets a core back; then sleep on a futex on the very word
+// being waited for, after announcing itself in the owner's sleepers line, so a posting rank
+// makes a wake system call only when someone sleeps. When the group has more ranks than this
+// process has CPUs, spinning only steals the core from the rank being waited for: skip it and
+// yield at once.
+//
+// Failures: every wait has a deadline (timeout_seconds; a stopped peer), and while asleep a
+// rank wakes every poll_seconds to check the shared abort word and whether each peer process
+// still exists (kill(pid, 0) plus /proc state and start time, so zombies and recycled pids
+// count as gone). Any error is recorded, raised in the shared abort word with its message
+// (which wakes every sleeper) and returned by every later call on every rank.
+#include "group.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "internal.h"
+#include "layout.h"
+#include "platform.h"
+
+namespace tutti {
+namespace shm {
+
+using internal::KindName;
+using internal::Reached;
+
+namespace {
+
+std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+}  // namespace
+
+size_t Group::SegmentBytes(int size, const Options& options) {
+  return Layout(size, options.chunk_bytes, options.ring_slots, options.scratch_bytes).total;
+}
+
+Status Group::Create(const std::string& name, int rank, int size, const Options& options,
+                     const std::function<Status()>& barrier, std::unique_ptr<Group>* out) {
+  out->reset();
+  if (size < 1 || rank < 0 || rank >= size) {
+    return Status::InvalidArgument("shared-memory group: rank " + std::to_string(rank) +
+                                   " is not in a group of " + std::to_string(size));
+  }
+  if (name.size() < 2 || name.size() > 200 || name[0] != '/' ||
+      name.find('/', 1) != std::string::npos) {
+    return Status::InvalidArgument(
+        "shared-memory group: invalid segment name '" + name +
+        "' (it must be '/' followed by up to 200 characters without '/')");
+  }
+  if (options.chunk_bytes < 4096 || options.chunk_bytes % 4096 != 0 || options.ring_slots < 3 ||
+      options.small_bytes > options.chunk_bytes || !(options.timeout_seconds > 0) ||
+      !(options.poll_seconds > 0) || !(options.spin_seconds >= 0) ||
+      !(options.yield_seconds >= 0)) {
+    return Status::InvalidArgument(
+        "shared-memory group: invalid options (chunk_bytes must be a positive multiple of 4096, "
+        "ring_slots >= 3, small_bytes <= chunk_bytes, timeouts positive)");
+  }
+  const Layout layout(size, options.chunk_bytes, options.ring_slots, options.scratch_bytes);
+  std::unique_ptr<Group> g(new Group());
+  g->rank_ = rank;
+  g->size_ = size;
+  g->options_ = options;
+
+  Status st;
+  int fd = -1;
+  auto map = [&](int fd) -> Status {
+    void* p = mmap(nullptr, layout.total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (p == MAP_FAILED) return Status::Internal(Errno("shared-memory group: mmap"));
+    g->base_ = static_cast<char*>(p);
+    g->mapped_bytes_ = layout.total;
+    g->header_ = reinterpret_cast<Header*>(g->base_);
+    return Status::OK();
+  };
+  if (rank == 0) {
+    shm_unlink(name.c_str());  // a stale segment of a job that died before unlinking it
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      st = Status::Internal(Errno(("shared-memory group: shm_open(" + name + ")").c_str()));
+    } else if (int e = posix_fallocate(fd, 0, static_cast<off_t>(layout.total))) {
+      st = Status::Internal("shared-memory group: cannot reserve " + std::to_string(layout.total) +
+                            " bytes in /dev/shm: " + std::strerror(e));
+    } else {
+      st = map(fd);
+      if (st.ok()) {
+        Header* h = g->header_;
+        h->segment_bytes = layout.total;
+        h->chunk_bytes = options.chunk_bytes;
+        h->scratch_bytes = options.scratch_bytes;
+        h->size = size;
+        h->ring_slots = options.ring_slots;
+        h->magic.store(kMagic, std::memory_order_release);
+      }
+    }
+  }
+  Status b = barrier();
+  if (st.ok() && !b.ok()) st = b;
+  if (rank != 0 && st.ok()) {
+    fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+    struct stat info;
+    if (fd < 0) {
+      st = Status::Internal(Errno(
+          ("shared-memory group: shm_open(" + name + ") on rank " + std::to_string(rank)).c_str()));
+    } else if (fstat(fd, &info) != 0 || static_cast<size_t>(info.st_size) != layout.total) {
+      st = Status::InvalidArgument("shared-memory group: segment " + name +
+                                   " has another size than this rank expects (group size or "
+                                   "options differ between ranks)");
+    } else {
+      st = map(fd);
+      const Header* h = g->header_;
+      if (st.ok() &&
+          (h->magic.load(std::memory_order_acquire) != kMagic || h->size != size ||
+           h->chunk_bytes != options.chunk_bytes || h->ring_slots != options.ring_slots ||
+           h->scratch_bytes != options.scratch_bytes)) {
+        st = Status::InvalidArgument("shared-memory group: segment " + name +
+                                     " was created with other parameters (group size or options "
+                                     "differ between ranks)");
+      }
+    }
+  }
+  if (st.ok()) {
+    g->counters_off_ = layout.counters;
+    g->sleepers_off_ = layout.sleepers;
+    g->tiny_off_ = layout.tiny;
+    g->slots_off_ = layout.slots;
+    g->slot_stride_ = layout.slot_stride;
+    g->slot_counts_off_ = layout.slot_counts;
+    g->slot_data_off_ = layout.slot_data;
+    g->rank_slots_bytes_ = layout.rank_slots_bytes;
+    g->scratch_off_ = layout.scratch;
+    g->scratch_stride_ = layout.scratch_stride;
+    g->peers_ = reinterpret_cast<PeerLine*>(g->base_ + layout.peers);
+    g->peers_[rank].id = SelfProcessId();
+    g->header_->attached.fetch_add(1, std::memory_order_acq_rel);
+  }
+  Status b2 = barrier();
+  if (rank == 0) shm_unlink(name.c_str());  // everyone has mapped it (or failed): unlink now
+  if (fd >= 0) close(fd);
+  if (st.ok() && !b2.ok()) st = b2;
+  if (st.ok()) {
+    const int attached = g->header_->attached.load(std::memory_order_acquire);
+    if (attached != size) {
+      st = Status::Aborted("shared-memory group: only " + std::to_string(attached) + " of " +
+                           std::to_string(size) + " ranks could attach segment " + name);
+    }
+  }
+  if (!st.ok()) return st;
+
+  const bool yield = options.waiting == Waiting::kYield ||
+                     (options.waiting == Waiting::kAuto && size > UsableCpus());
+  g->yield_ = yield;
+  g->spin_ns_ = static_cast<int64_t>(options.spin_seconds * 1e9);
+  g->yield_ns_ = static_cast<int64_t>(options.yield_seconds * 1e9);
+  g->poll_ns_ = std::max<int64_t>(1000000, static_cast<int64_t>(options.poll_seconds * 1e9));
+  g->timeout_ns_ = static_cast<int64_t>(options.timeout_seconds * 1e9);
+  g->slot_free_.assign(static_cast<size_t>(options.ring_slots), 0);
+  g->seen_.assign(static_cast<size_t>(size), 0);
+  *out = std::move(g);
+  return Status::OK();
+}
+
+Group::~Group() {
+  if (base_ != nullptr) munmap(base_, mapped_bytes_);
+}
+
+// ---- shared-memory accessors ----
+
+void* Group::ScratchBuffer(size_t bytes) const {
+  if (options_.scratch_bytes == 0 || bytes > options_.scratch_bytes) return nullptr;
+  return Scratch(rank_);
+}
+
+int Group::NextSlot() {
+  slot_pos_ = (slot_pos_ + 1) % options_.ring_slots;
+  return slot_pos_;
+}
+
+// ---- waiting and failures ----
+
+void Group::Post(std::atomic<uint32_t>* word, uint32_t value) {
+  // The sequentially consistent store and load pair with the waiter's increment of the
+  // sleepers count and its re-check: either the waiter sees the value, or we see the sleeper.
+  word->store(value, std::memory_order_seq_cst);
+  if (Sleepers(rank_)->load(std::memory_order_seq_cst) != 0) FutexWake(word);
+}
+
+Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bool exact) {
+  auto done = [&](uint32_t v) { return exact ? v == target : Reached(v, target); };
+  if (done(word->load(std::memory_order_acquire))) return Status::OK();
+  // Most waits end within a few hundred nanoseconds: poll without pausing first (a pause
+  // costs ~50 ns on current x86 cores), unless ranks outnumber CPUs.
+  if (!yield_) {
+    for (int i = 0; i < 256; ++i) {
+      if (done(word->load(std::memory_order_acquire))) return Status::OK();
+    }
+  }
+  const int64_t start = NowNs();
+  // Spin (pause) first unless ranks outnumber CPUs, then yield: a peer that has been
+  // preempted by another process gets the core back sooner than through a futex wake.
+  const int64_t spin_end = yield_ ? start : start + spin_ns_;
+  const int64_t yield_end = start + spin_ns_ + yield_ns_;
+  for (bool spinning = !yield_;;) {
+    for (int i = 0; i < (spinning ? 64 : 2); ++i) {
+      if (spinning) {
+        CpuRelax();
+      } else {
+        sched_yield();
+      }
+      if (done(word->load(std::memory_order_acquire))) return Status::OK();
+    }
+    if (header_->abort_word.load(std::memory_order_acquire) != 0) return FailFromShared();
+    const int64_t now = NowNs();
+    if (now >= yield_end) break;
+    spinning = now < spin_end;
+  }
+  const int64_t deadline = start + timeout_ns_;
+  int64_t next_check = NowNs() + poll_ns_;
+  std::atomic<uint32_t>* sleepers = Sleepers(peer);
+  for (;;) {
+    sleepers->fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t v = word->load(std::memory_order_seq_cst);
+    if (!done(v) && header_->abort_word.load(std::memory_order_seq_cst) == 0) {
+      FutexWait(word, v, std::min(next_check, deadline) - NowNs());
+    }
+    sleepers->fetch_sub(1, std::memory_order_seq_cst);
+    if (done(word->load(std::memory_order_acquire))) return Status::OK();
+    if (header_->abort_word.load(std::memory_order_acquire) != 0) return FailFromShared();
+    const int64_t now = NowNs();
+    if (now >= next_check) {
+      Status peers = CheckPeers();
+      if (!peers.ok()) return Fail(peers);
+      next_check = now + poll_ns_;
+    }
+    if (now >= deadline) {
+      return Fail(Status::Aborted(
+          "shared-memory group: rank " + std::to_string(rank_) + " waited " +
+          std::to_string(options_.timeout_seconds) + " s for rank " + std::to_string(peer) +
+          " (pid " + std::to_string(peers_[peer].id.pid) +
+          "), which is alive but not taking part (stopped, or calling other collectives)"));
+    }
+  }
+}
+
+Status Group::WaitAll(uint32_t target) {
+  for (int j = 0; j < size_; ++j) {
+    // A counter seen at or past the target before needs no new look at the peer's line.
+    if (j == rank_ || Reached(seen_[static_cast<size_t>(j)], target)) continue;
+    SHM_RETURN_IF_ERROR(WaitFor(j, Counter(j), target, false));
+    seen_[static_cast<size_t>(j)] = target;
+  }
+  return Status::OK();
+}
+
+Status Group::WaitRoundStart(int pos) { return WaitAll(slot_free_[static_cast<size_t>(pos)]); }
+
+Status Group::CheckPeers() {
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    if (ProcessGone(peers_[j].id)) {
+      return Status::Aborted("shared-memory group: rank " + std::to_string(j) + " (pid " +
+                             std::to_string(peers_[j].id.pid) + ") exited or was killed");
+    }
+  }
+  return Status::OK();
+}
+
+Status Group::CheckDescs(int pos, const SlotDesc& mine, const char* what) {
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    const SlotDesc& d = *Desc(j, pos);
+    if (d.kind != mine.kind || d.aux != mine.aux || d.total_bytes != mine.total_bytes) {
+      return Fail(Status::InvalidArgument(
+          "shared-memory group: mismatched collectives: rank " + std::to_string(rank_) +
+          " called " + what + " (" + KindName(mine.kind) + ", " + std::to_string(mine.total_bytes) +
+          " bytes, parameter " + std::to_string(mine.aux) + ") while rank " + std::to_string(j) +
+          " called " + KindName(d.kind) + " (" + std::to_string(d.total_bytes) +
+          " bytes, parameter " + std::to_string(d.aux) + ")"));
+    }
+  }
+  return Status::OK();
+}
+
+Status Group::status() const {
+  if (!failed_.load(std::memory_order_acquire)) return Status::OK();
+  std::lock_guard<std::mutex> lock(error_mu_);
+  return error_;
+}
+
+Status Group::Fail(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!failed_.load(std::memory_order_relaxed)) {
+      error_ = status;
+      failed_.store(true, std::memory_order_release);
+    }
+  }
+  RaiseShared(status.message());
+  return this->status();
+}
+
+Status Group::FailFromShared() {
+  // The raiser writes the message between storing 1 and 2; it takes microseconds.
+  const int64_t give_up = NowNs() + 100000000;
+  while (header_->abort_word.load(std::memory_order_acquire) != 2 && NowNs() < give_up) {
+    sched_yield();
+  }
+  std::string message(header_->abort_message,
+                      strnlen(header_->abort_message, sizeof(header_->abort_message)));
+  std::lock_guard<std::mutex> lock(error_mu_);
+  if (!failed_.load(std::memory_order_relaxed)) {
+    error_ = Status::Aborted("shared-memory collective failed on rank " +
+                             std::to_string(header_->abort_rank) + ": " + message);
+    failed_.store(true, std::memory_order_release);
+  }
+  return error_;
+}
+
+void Group::RaiseShared(const std::string& message) {
+  uint32_t expected = 0;
+  if (header_->abort_word.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    const size_t n = std::min(message.size(), sizeof(header_->abort_message) - 1);
+    std::memcpy(header_->abort_message, message.data(), n);
+    header_->abort_message[n] = '\0';
+    header_->abort_rank = rank_;
+    header_->abort_word.store(2, std::memory_order_release);
+  }
+  for (int r = 0; r < size_; ++r) {
+    FutexWake(Counter(r));
+    for (int parity = 0; parity < 2; ++parity) {
+      for (size_t line = 0; line < kTinyLines; ++line) FutexWake(&Tiny(r, parity, line)->seq);
+    }
+  }
+}
+
+void Group::Abort(const std::string& why) {
+  Fail(
+      Status::Aborted("shared-memory group aborted by rank " + std::to_string(rank_) + ": " + why));
+}
+
+}  // namespace shm
+}  // namespace tutti

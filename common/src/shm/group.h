@@ -1,0 +1,193 @@
+// tutti::shm::Group: collectives among processes of one host through one POSIX shared-memory
+// segment. It offers the data-plane methods of Controller (controller.h) for the members of
+// one process set that share a host; the design is described at the top of group.cc.
+//
+// Usage: every member calls Group::Create with the same name, size and options, its rank
+// within the group, and a barrier over the same processes (the caller's MPI or Gloo
+// transport). All members then call the same collectives in the same order from one thread
+// each. Any error (a peer that died or stopped answering, a mismatched call, Abort) makes the
+// group unusable: that call and every later one return the error, on every member.
+#ifndef TUTTI_SRC_SHM_GROUP_H_
+#define TUTTI_SRC_SHM_GROUP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../status.h"
+#include "layout.h"
+#include "tutti/c_api.h"
+
+namespace tutti {
+namespace shm {
+
+class Group {
+ public:
+  enum class Waiting {
+    kAuto,   // kYield when the group has more ranks than this process has CPUs, else kSpin
+    kSpin,   // spin with a pause instruction, then yield, then sleep
+    kYield,  // yield, then sleep
+  };
+
+  struct Options {
+    // Deadline of every single wait for a peer; past it the call fails (a stopped peer).
+    double timeout_seconds = 60;
+    // How often a waiting rank checks the abort word and its peers' liveness while asleep.
+    double poll_seconds = 0.05;
+    // A waiting rank spins this long (unless ranks outnumber CPUs), then calls sched_yield
+    // for yield_seconds, then sleeps on a futex.
+    double spin_seconds = 30e-6;
+    double yield_seconds = 500e-6;
+    Waiting waiting = Waiting::kAuto;
+    // Pipeline segment: large messages move in chunks of this size through a ring of
+    // ring_slots (>= 3) slots per rank. Multiple of 4096.
+    size_t chunk_bytes = 256 * 1024;
+    int ring_slots = 4;
+    // Allreduce of at most this many bytes takes one synchronisation (every rank reduces
+    // everything); larger ones split the reduction across ranks. At most chunk_bytes.
+    size_t small_bytes = 16 * 1024;
+    // Per-rank memory in the segment that callers may use as their (fusion) buffer: an
+    // allreduce whose buffer lies there skips the copy into the segment. 0: none.
+    size_t scratch_bytes = 0;
+  };
+
+  // Bytes of the shared segment for a group of `size` ranks with these options.
+  static size_t SegmentBytes(int size, const Options& options);
+
+  // Rank 0 creates the segment `name` ("/name", unique per job and process set; a stale
+  // segment of that name is replaced), `barrier` is called twice on every rank (it must
+  // synchronise exactly these processes), the others map it, and rank 0 unlinks the name once
+  // everyone has mapped it: nothing is left in /dev/shm after that, whatever happens to the
+  // processes. Fails on every rank if any rank failed to attach.
+  static Status Create(const std::string& name, int rank, int size, const Options& options,
+                       const std::function<Status()>& barrier, std::unique_ptr<Group>* out);
+  ~Group();
+
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // ---- collectives; arguments as in Controller (controller.h), ranks within the group ----
+
+  // In place. op is SUM, MIN, MAX or PRODUCT, reduced in rank order with the core's kernels,
+  // so every rank gets bit-identical results.
+  Status Allreduce(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op);
+  Status Broadcast(void* buffer, int64_t bytes, int root);
+  Status Allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
+                    size_t element_size);
+  Status Alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
+                   const std::vector<int64_t>& recv_counts, size_t element_size);
+  // Reduces `buffer` (sum of counts elements; clobbered) and writes this rank's part to
+  // output. set_rank must be this group rank.
+  Status ReduceScatter(int set_rank, void* buffer, const std::vector<int64_t>& counts, void* output,
+                       tutti_dtype dtype, tutti_reduce_op op);
+  Status Barrier();
+
+  // Fails the group on every rank: waits in progress on any rank return an error carrying
+  // `why`, and so does every later call. Safe from any thread.
+  void Abort(const std::string& why);
+
+  // OK, or the error that made the group unusable.
+  Status status() const;
+
+  // This rank's scratch memory inside the segment (Options::scratch_bytes), or nullptr if
+  // `bytes` exceeds it. Allreduce/ReduceScatter of more than small_bytes on a buffer that lies
+  // in it (at the same offset on every rank) read the peers' data in place: each rank reduces
+  // its slice from everyone's scratch and copies the others' results out; no chunking, no
+  // copy in. Either all ranks pass scratch memory or none (a mismatch is an error).
+  void* ScratchBuffer(size_t bytes) const;
+
+ private:
+  Group() = default;
+
+  // Shared-memory accessors.
+  std::atomic<uint32_t>* Counter(int r) const {
+    return &reinterpret_cast<CounterLine*>(base_ + counters_off_)[r].value;
+  }
+  std::atomic<uint32_t>* Sleepers(int r) const {
+    return &reinterpret_cast<SleepersLine*>(base_ + sleepers_off_)[r].count;
+  }
+  // A rank's lines: the first line of both blocks side by side (a one-line call then touches
+  // one 128-byte pair, as the adjacent-line prefetcher fetches), then each block's other lines
+  // contiguously.
+  TinyLine* Tiny(int r, int parity, size_t line) const {
+    TinyLine* lines = reinterpret_cast<TinyLine*>(base_ + tiny_off_) + r * kTinyStride;
+    return line == 0 ? lines + parity : lines + 2 + parity * (kTinyLines - 1) + (line - 1);
+  }
+  char* Slot(int r, int pos) const {
+    return base_ + slots_off_ + static_cast<size_t>(r) * rank_slots_bytes_ +
+           static_cast<size_t>(pos) * slot_stride_;
+  }
+  SlotDesc* Desc(int r, int pos) const { return reinterpret_cast<SlotDesc*>(Slot(r, pos)); }
+  int64_t* SlotCounts(int r, int pos) const {
+    return reinterpret_cast<int64_t*>(Slot(r, pos) + slot_counts_off_);
+  }
+  char* SlotData(int r, int pos) const { return Slot(r, pos) + slot_data_off_; }
+  char* Scratch(int r) const {
+    return base_ + scratch_off_ + static_cast<size_t>(r) * scratch_stride_;
+  }
+
+  // Phases: every rank walks the same sequence; a rank stores a phase into its counter when
+  // it has finished the step the phase stands for.
+  uint32_t NextPhase() { return ++phase_; }
+  int NextSlot();
+  void Post(std::atomic<uint32_t>* word, uint32_t value);
+  // Waits until *word (owned by `peer`) has reached `target` (wrap-safe; exactly == for tiny).
+  Status WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bool exact);
+  Status WaitAll(uint32_t target);
+  Status WaitRoundStart(int pos);
+  Status CheckDescs(int pos, const SlotDesc& mine, const char* what);
+  Status CheckPeers();
+
+  Status Fail(Status status);  // records the error and raises the shared abort word
+  Status FailFromShared();     // the abort word is raised: adopt its message
+  void RaiseShared(const std::string& message);
+
+  Status TinyCall(uint32_t kind, void* buffer, int64_t count, size_t element_size,
+                  tutti_dtype dtype, tutti_reduce_op op);
+  Status AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
+                        tutti_reduce_op op, const SlotDesc& desc);
+  Status AllreducePipelined(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
+                            tutti_reduce_op op, const SlotDesc& desc, int64_t want_begin,
+                            int64_t want_end);
+  Status AllreduceDirect(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
+                         tutti_reduce_op op, const SlotDesc& call, int64_t want_begin,
+                         int64_t want_end);
+  Status AllreduceImpl(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op,
+                       int64_t want_begin, int64_t want_end);
+
+  int rank_ = 0;
+  int size_ = 1;
+  Options options_;
+  char* base_ = nullptr;
+  size_t mapped_bytes_ = 0;
+  Header* header_ = nullptr;
+  PeerLine* peers_ = nullptr;
+  size_t counters_off_ = 0, sleepers_off_ = 0, tiny_off_ = 0, slots_off_ = 0;
+  size_t slot_stride_ = 0, slot_counts_off_ = 0, slot_data_off_ = 0, rank_slots_bytes_ = 0;
+  size_t scratch_off_ = 0, scratch_stride_ = 0;
+  bool yield_ = false;
+  int64_t spin_ns_ = 0, yield_ns_ = 0, poll_ns_ = 0, timeout_ns_ = 0;
+
+  uint32_t phase_ = 0;               // last phase handed out
+  uint64_t tiny_count_ = 0;          // tiny calls so far
+  int slot_pos_ = -1;                // ring position of the last round
+  std::vector<uint32_t> slot_free_;  // per ring position: phase after which it may be reused
+  std::vector<uint32_t> seen_;       // per peer: a phase its counter is known to have reached
+
+  std::atomic<bool> failed_{false};
+  mutable std::mutex error_mu_;
+  Status error_;
+};
+
+}  // namespace shm
+}  // namespace tutti
+
+#endif  // TUTTI_SRC_SHM_GROUP_H_

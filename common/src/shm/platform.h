@@ -1,0 +1,49 @@
+// Operating-system pieces of the shared-memory transport: futexes on words inside a shared
+// mapping, a monotonic clock, the number of usable CPUs, and process identity for peer
+// liveness checks.
+#ifndef TUTTI_SRC_SHM_PLATFORM_H_
+#define TUTTI_SRC_SHM_PLATFORM_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace tutti {
+namespace shm {
+
+// Nanoseconds on CLOCK_MONOTONIC (one clock for every process on the host).
+int64_t NowNs();
+
+// Sleeps while *word == expected, at most timeout_ns. The word lives in a MAP_SHARED mapping,
+// so this is a process-shared futex (not FUTEX_PRIVATE). Returns early on a wake, a signal or
+// a changed value; the caller re-checks.
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeout_ns);
+// Wakes every process sleeping on `word`.
+void FutexWake(std::atomic<uint32_t>* word);
+
+// CPUs this process may run on (sched_getaffinity), at least 1.
+int UsableCpus();
+
+// Identity of a process: its pid and its start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat), so that a recycled pid is not mistaken for the original process.
+struct ProcessId {
+  int64_t pid = 0;
+  uint64_t start_ticks = 0;
+};
+ProcessId SelfProcessId();
+// True when `id` has exited, has been killed (also while it is an unreaped zombie), or its
+// pid now belongs to another process.
+bool ProcessGone(const ProcessId& id);
+
+// A pause instruction for spin loops.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace shm
+}  // namespace tutti
+
+#endif  // TUTTI_SRC_SHM_PLATFORM_H_
