@@ -13,8 +13,8 @@ import torch
 import tutti.torch as hvd
 from allreduce_matrix import Checker, make_input, reference
 
-DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-          torch.bfloat16, torch.float32, torch.float64, torch.bool]
+DTYPES = [torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32, torch.int64,
+          torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.bool]
 SHAPES = [(5,), (3, 4), (2, 3, 2)]
 
 
@@ -262,6 +262,72 @@ def gradients(check):
     check.check("grad.alltoall", x.grad, torch.full((size, 2), float(rank)))
 
 
+def gradients_more(check):
+    """Gradients in float16, bfloat16 and float64, of the grouped reducescatter, of
+    allreduce with scale factors and of the collectives on a process set."""
+    size, rank = check.size, check.rank
+    weights = [float(r + 1) for r in range(size)]
+    mean_weight = sum(weights) / size
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        label = "grad2.%s" % name_of(dtype)
+        x = torch.ones(3, dtype=dtype, requires_grad=True)
+        (hvd.allreduce(x, op=hvd.Sum) * weights[rank]).sum().backward()
+        check.check(label + ".allreduce", x.grad, torch.full((3,), sum(weights), dtype=dtype))
+        x = torch.ones(rows_of(rank), 2, dtype=dtype, requires_grad=True)
+        (hvd.allgather(x) * weights[rank]).sum().backward()
+        check.check(label + ".allgather", x.grad,
+                    torch.full((rows_of(rank), 2), mean_weight, dtype=dtype))
+        x = torch.ones(2, dtype=dtype, requires_grad=True)
+        (hvd.broadcast(x, 0) * weights[rank]).sum().backward()
+        check.check(label + ".broadcast", x.grad,
+                    torch.full((2,), mean_weight if rank == 0 else 0.0, dtype=dtype))
+        x = torch.ones(size, 2, dtype=dtype, requires_grad=True)
+        (hvd.reducescatter(x, op=hvd.Sum) * weights[rank]).sum().backward()
+        check.check(label + ".reducescatter", x.grad,
+                    torch.tensor(weights, dtype=dtype).repeat_interleave(2).view(size, 2))
+        x = torch.ones(size, 2, dtype=dtype, requires_grad=True)
+        y, _ = hvd.alltoall(x)
+        (y * torch.arange(size, dtype=dtype).view(size, 1)).sum().backward()
+        check.check(label + ".alltoall", x.grad, torch.full((size, 2), float(rank), dtype=dtype))
+    # grouped reducescatter: each tensor's gradient is its own gather
+    a = torch.ones(size, 2, requires_grad=True)
+    b = torch.ones(size + 1, requires_grad=True)
+    pa, pb = hvd.grouped_reducescatter([a, b], op=hvd.Sum)
+    (pa.sum() * weights[rank] + pb.sum() * 3.0).backward()
+    check.check("grad2.grouped_reducescatter.a", a.grad,
+                torch.tensor(weights).repeat_interleave(2).view(size, 2))
+    check.check("grad2.grouped_reducescatter.b", b.grad, torch.full((size + 1,), 3.0))
+    # scale factors apply to the gradient as they do to the value
+    x = torch.ones(2, requires_grad=True)
+    (hvd.allreduce(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5)
+     * weights[rank]).sum().backward()
+    check.check("grad2.allreduce.scaled", x.grad, torch.full((2,), sum(weights)))
+    # alltoall with uneven splits: rank r sends j + 1 rows to rank j
+    x = torch.ones(sum(j + 1 for j in range(size)), requires_grad=True)
+    y, received = hvd.alltoall(x, splits=[j + 1 for j in range(size)])
+    (y * weights[rank]).sum().backward()
+    expected = torch.cat([torch.full((j + 1,), weights[j]) for j in range(size)])
+    check.check("grad2.alltoall.splits", x.grad, expected)
+    if size < 2:
+        return
+    head = hvd.add_process_set(list(range(size - 1)))
+    if head.included():
+        members = [weights[r] for r in range(size - 1)]
+        x = torch.ones(2, requires_grad=True)
+        (hvd.allreduce(x, op=hvd.Sum, process_set=head) * weights[rank]).sum().backward()
+        check.check("grad2.set.allreduce", x.grad, torch.full((2,), sum(members)))
+        x = torch.ones(1, 2, requires_grad=True)
+        (hvd.allgather(x, process_set=head) * weights[rank]).sum().backward()
+        check.check("grad2.set.allgather", x.grad,
+                    torch.full((1, 2), sum(members) / len(members)))
+        x = torch.ones(2, requires_grad=True)
+        (hvd.broadcast(x, 0, process_set=head) * weights[rank]).sum().backward()
+        check.check("grad2.set.broadcast", x.grad,
+                    torch.full((2,), sum(members) / len(members) if head.rank() == 0 else 0.0))
+    hvd.barrier()
+    hvd.remove_process_set(head)
+
+
 def objects(check):
     payload = {"rank": check.rank, "text": "x" * (check.rank * 100), "list": [1, 2.5, None]}
     for root in range(check.size):
@@ -370,7 +436,7 @@ def main():
     hvd.init()
     check = Checker()
     dtype_matrix(check)
-    for section in (process_sets, join_uneven, gradients, objects, parameters,
+    for section in (process_sets, join_uneven, gradients, gradients_more, objects, parameters,
                     optimizer_states, errors):
         guarded(check, section.__name__, lambda: section(check))
     hvd.shutdown()

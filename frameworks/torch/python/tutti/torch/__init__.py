@@ -51,4 +51,6 @@ from .functions import (  # noqa: E402
     broadcast_optimizer_state,
     broadcast_parameters,
 )
+from .optimizer import DistributedOptimizer  # noqa: E402
 from .requests import poll, synchronize  # noqa: E402
+from .sync_batch_norm import SyncBatchNorm  # noqa: E402

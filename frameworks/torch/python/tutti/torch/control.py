@@ -11,13 +11,14 @@ def barrier(process_set=global_process_set):
                                                 [], lambda results, extra: None))
 
 
-def join():
+def join(device=-1):
     """Tells the other ranks that this rank has no more allreduces to submit and waits
     until every rank has joined. Meanwhile this rank contributes zeros to the allreduces
     the others still make (Average still divides by the full job size); any other
     collective fails while a rank has joined. Returns the global rank that joined last.
 
     Afterwards every rank numbers its unnamed requests from 0 again, so that ranks which
-    made different numbers of calls before join() agree on the names of the next ones."""
+    made different numbers of calls before join() agree on the names of the next ones.
+    device is accepted for Horovod compatibility; tutti.torch works on CPU tensors."""
     return requests.synchronize(requests.submit(requests.JOIN, "join", None, global_process_set,
                                                 [], lambda results, extra: int(extra[0])))
