@@ -56,7 +56,8 @@ class BuildCore(build_ext):
             include_dirs=["include", "src"] + mpi["include_dirs"],
             # Only MPI's C API is linked: keep mpi.h from pulling in the C++ bindings.
             defines=["OMPI_SKIP_MPICXX", "MPICH_SKIP_MPICXX"],
-            cflags=["-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden"],
+            cflags=["-std=c++17", "-O2", "-g0", "-fPIC", "-fvisibility=hidden",
+                    "-fvect-cost-model=dynamic"],
             # -Bsymbolic: the core's own Gloo and C++ symbols must bind inside the core
             # even when another library in the process (torch) exports the same names;
             # -z now binds the rest at load time, before a later RTLD_GLOBAL library could
@@ -102,7 +103,8 @@ setup(
     package_dir={"": "python"},
     packages=find_namespace_packages(where="python", include=["tutti.*"]),
     include_package_data=False,
-    ext_modules=[Extension("tutti.common.libtutti_core", sources=sorted(glob.glob("src/*.cc")))],
+    ext_modules=[Extension("tutti.common.libtutti_core",
+                           sources=sorted(glob.glob("src/*.cc") + glob.glob("src/*/*.cc")))],
     cmdclass={"build_ext": BuildCore, "build_py": BuildPy},
     install_requires=["numpy", "pyyaml"],
     entry_points={"console_scripts": ["tuttirun = tutti.runner.launch:main"]},

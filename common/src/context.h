@@ -143,6 +143,12 @@ class Context {
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool has_new_requests_ = false;  // guarded by wake_mutex_
+  // Mirrors has_new_requests_ for the lock-free look before sleeping; and whether the
+  // background thread sleeps (only then does Enqueue pay for a notify).
+  std::atomic<bool> new_requests_hint_{false};
+  std::atomic<bool> sleeping_{false};
+  bool spin_before_sleep_ = false;  // ranks fit the CPUs: polling briefly is cheap
+  bool last_cycle_worked_ = false;
   bool stop_requested_ = false;    // guarded by wake_mutex_
 
   std::mutex shutdown_mutex_;

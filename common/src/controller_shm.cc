@@ -76,7 +76,21 @@ class SharedMemoryController : public Controller {
     return inner_->GatherToRoot(mine, all);
   }
   Status BroadcastFromRoot(std::string* bytes) override { return inner_->BroadcastFromRoot(bytes); }
-  Status AgreeFlags(std::vector<uint64_t>* words) override { return inner_->AgreeFlags(words); }
+  Status AgreeFlags(std::vector<uint64_t>* words) override {
+    // Every cycle opens with this: when the whole job shares this host, over shared memory.
+    SetPlan* plan = Local(TUTTI_GLOBAL_PROCESS_SET);
+    if (plan == nullptr) return inner_->AgreeFlags(words);
+    const int64_t n = static_cast<int64_t>(words->size());
+    flag_words_.resize(n * topology_.size);
+    Status s = Shm(plan->group->Allgatherv(words->data(), flag_words_.data(),
+                                           std::vector<int64_t>(topology_.size, n),
+                                           sizeof(uint64_t)));
+    if (!s.ok()) return s;
+    for (int r = 0; r < topology_.size; ++r) {
+      for (int64_t w = 0; w < n; ++w) (*words)[w] &= flag_words_[r * n + w];
+    }
+    return Status::OK();
+  }
 
   Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) override {
     Status s = inner_->AddProcessSet(id, ranks);
@@ -160,7 +174,11 @@ class SharedMemoryController : public Controller {
 
   static Status Shm(Status s) {
     if (s.ok()) return s;
-    return Status(s.code(), "shared memory: " + s.message());
+    const bool peer = s.code() == TUTTI_ERR_ABORTED;
+    return Status(s.code(), std::string("shared memory transport failed") +
+                                (peer ? " (a peer process may have exited or stopped responding)"
+                                      : "") +
+                                ": " + s.message());
   }
 
   // Collective over every rank of the job (the wrapped controller's set changes are).
@@ -235,6 +253,7 @@ class SharedMemoryController : public Controller {
   std::string token_;       // names this job's segments
   std::vector<int> hosts_;  // host index of every rank
   std::map<int32_t, SetPlan> plans_;
+  std::vector<uint64_t> flag_words_;  // every rank's flags, reused
 };
 
 }  // namespace

@@ -129,6 +129,8 @@ def test_autotune_converges_and_every_rank_agrees(controller, tmp_path):
     ("TUTTI_FUSION_THRESHOLD", "-1", "TUTTI_FUSION_THRESHOLD='-1' is not a number >= 0"),
     ("TUTTI_AUTOTUNE", "yes", "TUTTI_AUTOTUNE='yes' is not 0 or 1"),
     ("TUTTI_STALL_CHECK_TIME_SECONDS", "0", "is not a positive number"),
+    ("TUTTI_SHM", "maybe", "TUTTI_SHM='maybe' is not one of auto, on, off"),
+    ("TUTTI_HIERARCHICAL_ALLREDUCE", "2", "is not 0 or 1"),
 ])
 def test_bad_tuning_values_fail_init_naming_the_variable(variable, value, expected):
     code = "import tutti.numpy as hvd\ntry:\n    hvd.init()\nexcept Exception as e:\n    print(type(e).__name__, e)\n"

@@ -205,6 +205,24 @@ TUTTI_EXPORT int tutti_process_set_ranks(int32_t id, int32_t* ranks_out, int32_t
 /* 1 if MPI was initialized with MPI_THREAD_MULTIPLE (0 otherwise, or not MPI). */
 TUTTI_EXPORT int tutti_mpi_threads_supported(void);
 
+/* ---- waiting for a request from another thread ------------------------------- */
+/* A completion record: pass tutti_completion_done as a request's `done` and the
+ * record as its user_data, then wait with tutti_completion_wait. Saves callers
+ * whose callbacks are expensive (e.g. Python) a callback on the core's thread.
+ * The record must stay valid until it is done. */
+typedef struct tutti_completion {
+  int32_t state;  /* 0 pending, then 1 once done (read it with tutti_completion_test) */
+  int32_t status; /* the request's tutti_status, valid once done */
+  char message[1024]; /* its error message (truncated), valid once done */
+} tutti_completion;
+TUTTI_EXPORT void tutti_completion_done(void* completion, tutti_status status,
+                                        const char* message);
+/* 1 when the request is done, else 0. */
+TUTTI_EXPORT int tutti_completion_test(const tutti_completion* completion);
+/* Waits at most timeout_seconds (< 0: forever); returns 1 when done, 0 on timeout. Polls
+ * briefly, then sleeps until woken. */
+TUTTI_EXPORT int tutti_completion_wait(tutti_completion* completion, double timeout_seconds);
+
 /* ---- observability ---------------------------------------------------------- */
 /* Starts writing a Chrome trace of the core's activity to `path` (rank 0 only;
  * other ranks return TUTTI_OK and write nothing). Replaces a trace in progress. */

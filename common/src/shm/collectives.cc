@@ -37,7 +37,8 @@ Status Group::TinyCall(uint32_t kind, void* buffer, int64_t count, size_t elemen
   auto line_bytes = [&](size_t line) { return std::min(kTinyBytes, bytes - line * kTinyBytes); };
   for (size_t line = 0; line < lines; ++line) {
     Tiny(rank_, parity, line)->desc = desc;
-    if (bytes > 0) std::memcpy(Tiny(rank_, parity, line)->data, buf + line * kTinyBytes, line_bytes(line));
+    if (bytes > 0)
+      std::memcpy(Tiny(rank_, parity, line)->data, buf + line * kTinyBytes, line_bytes(line));
     Tiny(rank_, parity, line)->seq.store(seq, std::memory_order_release);
   }
   // A peer asleep on one of our lines is woken at the end of the call (below): every rank
@@ -69,13 +70,17 @@ Status Group::TinyCall(uint32_t kind, void* buffer, int64_t count, size_t elemen
   }
   wake_sleepers();
   if (kind == kAllreduce && bytes > 0) {
-    for (size_t line = 0; line < lines; ++line) {
-      char* out = buf + line * kTinyBytes;
-      const size_t n = line_bytes(line);
-      if (rank_ != 0) std::memcpy(out, Tiny(0, parity, line)->data, n);  // rank 0's holds x0
-      for (int j = 1; j < size_; ++j) {
-        ReduceInto(dtype, op, out, Tiny(j, parity, line)->data, n / element_size);
+    // Gather each rank's lines into one contiguous run, so the kernel runs once per rank.
+    alignas(kLine) char other[kTinyLines * kTinyBytes];
+    auto gather = [&](int j, char* to) {
+      for (size_t line = 0; line < lines; ++line) {
+        std::memcpy(to + line * kTinyBytes, Tiny(j, parity, line)->data, line_bytes(line));
       }
+    };
+    if (rank_ != 0) gather(0, buf);    // rank 0's buffer holds x0 already
+    for (int j = 1; j < size_; ++j) {  // my own x_j comes from my lines too
+      gather(j, other);
+      ReduceInto(dtype, op, buf, other, static_cast<size_t>(count));
     }
   }
   return Status::OK();
@@ -288,7 +293,9 @@ Status Group::AllreduceImpl(void* buffer, int64_t count, tutti_dtype dtype, tutt
   desc.own_bytes = bytes;
   char* buf = static_cast<char*>(buffer);
   if (bytes <= options_.small_bytes) return AllreduceSmall(buf, count, es, dtype, op, desc);
-  if (options_.scratch_bytes > 0 && buf >= Scratch(rank_) &&
+  // In scratch memory, reading the peers' buffers in place pays off once there is more than
+  // one chunk (measured: below that the one-chunk pipeline is as fast or faster).
+  if (bytes > options_.chunk_bytes && options_.scratch_bytes > 0 && buf >= Scratch(rank_) &&
       buf + bytes <= Scratch(rank_) + options_.scratch_bytes) {
     return AllreduceDirect(buf, count, es, dtype, op, desc, want_begin, want_end);
   }

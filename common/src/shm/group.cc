@@ -2,8 +2,9 @@
 //
 // Segment (layout.h): a header (parameters, the abort word and message), one cache line per
 // rank for its phase counter, one for the number of peers sleeping on its words, one with its
-// pid and start time, two "tiny" lines per rank, and per rank a ring of `ring_slots` slots of
-// `chunk_bytes` data each (plus a descriptor and per-destination counts). Every line and slot
+// pid and start time, two blocks of "tiny" lines per rank, per rank a ring of `ring_slots`
+// slots of `chunk_bytes` data each (plus a descriptor and per-destination counts), and
+// optional per-rank scratch memory for callers' buffers. Every line and slot
 // has exactly one writer, its owner. Rank 0 creates the segment; the name is unlinked as soon
 // as every rank has mapped it, so nothing outlives the processes, even when they are killed.
 //
@@ -27,7 +28,7 @@
 //   across all ranks (its own part straight from its buffer) and publishes the result in its
 //   slot, posts; copies the other slices' results out, posts. The loop is skewed by one chunk
 //   (copy in k+1, reduce k, copy out k-1), so a briefly late rank stalls the others less.
-// - scratch: the buffer lies in the caller's ScratchBuffer() (same offset on every rank): no
+// - scratch: more than one chunk in the caller's ScratchBuffer() (same offset everywhere): no
 //   copy in, no chunks; each rank reduces its slice from everyone's scratch in place, copies
 //   the others' slices out, and waits until all have done so (the caller may then refill it).
 // Broadcast, allgatherv and alltoallv move data in the same rounds (the owner writes a chunk
@@ -36,7 +37,8 @@
 // lines a packed one, so ranks that issue different calls fail with a message instead of
 // exchanging garbage.
 //
-// Waiting (WaitFor): check; spin with a pause instruction for spin_seconds (about 30 us:
+// Waiting (WaitFor): check; poll a few hundred times without pausing (most waits end within
+// a few hundred nanoseconds); spin with a pause instruction for spin_seconds (about 30 us:
 // waking a sleeping process costs more than that); then sched_yield for yield_seconds, so a
 // peer preempted by another process gets a core back; then sleep on a futex on the very word
 // being waited for, after announcing itself in the owner's sleepers line, so a posting rank

@@ -48,8 +48,9 @@ class Group {
     // ring_slots (>= 3) slots per rank. Multiple of 4096.
     size_t chunk_bytes = 256 * 1024;
     int ring_slots = 4;
-    // Allreduce of at most this many bytes takes one synchronisation (every rank reduces
-    // everything); larger ones split the reduction across ranks. At most chunk_bytes.
+    // Allreduce of up to 1792 bytes travels in flagged cache lines; up to small_bytes it takes
+    // one synchronisation (every rank reduces everything); larger ones are pipelined with the
+    // reduction split across ranks. At most chunk_bytes.
     size_t small_bytes = 16 * 1024;
     // Per-rank memory in the segment that callers may use as their (fusion) buffer: an
     // allreduce whose buffer lies there skips the copy into the segment. 0: none.
@@ -98,7 +99,7 @@ class Group {
   Status status() const;
 
   // This rank's scratch memory inside the segment (Options::scratch_bytes), or nullptr if
-  // `bytes` exceeds it. Allreduce/ReduceScatter of more than small_bytes on a buffer that lies
+  // `bytes` exceeds it. Allreduce/ReduceScatter of more than chunk_bytes on a buffer that lies
   // in it (at the same offset on every rank) read the peers' data in place: each rank reduces
   // its slice from everyone's scratch and copies the others' results out; no chunking, no
   // copy in. Either all ranks pass scratch memory or none (a mismatch is an error).

@@ -53,6 +53,16 @@ JOIN = 6
 GLOBAL_PROCESS_SET = 0
 
 
+class Completion(ctypes.Structure):
+    """tutti_completion: a request's outcome, written by the core's thread (no callback)."""
+
+    _fields_ = [
+        ("state", ctypes.c_int32),
+        ("status", ctypes.c_int32),
+        ("message", ctypes.c_char * 1024),
+    ]
+
+
 class Request(ctypes.Structure):
     """struct tutti_request: one collective request for tutti_enqueue (same field order)."""
 
@@ -117,6 +127,8 @@ _SIGNATURES = {
         ctypes.c_int, [ctypes.c_int32, ctypes.POINTER(ctypes.c_int32), ctypes.c_int32],
     ),
     "tutti_mpi_threads_supported": (ctypes.c_int, []),
+    "tutti_completion_test": (ctypes.c_int, [ctypes.c_void_p]),
+    "tutti_completion_wait": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_double]),
     "tutti_start_timeline": (ctypes.c_int, [ctypes.c_char_p]),
     "tutti_stop_timeline": (ctypes.c_int, []),
     "tutti_counter_count": (ctypes.c_int, []),

@@ -1,15 +1,18 @@
-"""Tracks asynchronous requests from submission to their completion callback.
+"""Tracks asynchronous requests from submission to completion.
 
-The core calls two C function pointers with the request's integer id as user_data, from its
-background thread: `allocate` when an output's shape is known (allgather, alltoall,
-reducescatter) and `done` exactly once at the end. The handle keeps every buffer the core
-reads or writes alive until `done`; the callbacks only create arrays, record the outcome and
-set an Event, so they never hold up the background thread for long.
+Each request carries a tutti_completion record (core.Completion) as user_data. The core
+completes it with the C function tutti_completion_done, so finishing a request runs no
+Python on the core's thread; waiting polls briefly and then sleeps in C, without the GIL.
+Requests whose output shape is known only after negotiation (allgather, alltoall,
+reducescatter) also get the Python `allocate` callback, which finds the handle by the
+record's address. A handle and every buffer the core reads or writes stay referenced from
+`_pending` until the request is done.
 """
 
 import ctypes
 import itertools
 import threading
+import time
 
 import numpy
 
@@ -27,25 +30,36 @@ class Handle:
         self._output_dtypes = list(output_dtypes)  # dtype of each output `allocate` makes
         self._allocated = {}
         self._allocation_error = None
-        self._event = threading.Event()
-        self._status = None
-        self._message = None
+        self.completion = core.Completion()
         self._result = None
         self._finished = False
 
     def done(self):
         """True once the request completed, successfully or not."""
-        return self._event.is_set()
+        return bool(core.lib.tutti_completion_test(ctypes.addressof(self.completion)))
 
     def wait(self, timeout=None):
         """Waits for completion and returns the result, or raises the request's error.
         With a timeout (seconds), raises TimeoutError if the request is still running."""
-        if not self._event.wait(timeout):
-            raise TimeoutError(
-                "request %r did not complete within %s seconds" % (self.name, timeout)
-            )
-        if self._status != core.OK:
-            raise error_for_status(self._status, self._message)
+        record = ctypes.addressof(self.completion)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # Short slices keep Ctrl-C responsive.
+        while not core.lib.tutti_completion_wait(
+                record, 0.2 if deadline is None else min(0.2, max(0.0, deadline - time.monotonic()))):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    "request %r did not complete within %s seconds" % (self.name, timeout)
+                )
+        _forget(record)
+        self._keepalive = None
+        status = self.completion.status
+        if status != core.OK:
+            message = self.completion.message.decode("utf-8", "replace") or (
+                "request %r failed" % self.name)
+            if self._allocation_error is not None:
+                message = "%s (allocating the output failed: %s)" % (
+                    message, self._allocation_error)
+            raise error_for_status(status, message)
         if not self._finished:
             self._result = self._finish(self._allocated)
             self._finished = True
@@ -61,18 +75,10 @@ class Handle:
         self._allocated[index] = array
         return array.ctypes.data
 
-    def _complete(self, status, message):
-        if status != core.OK and self._allocation_error is not None:
-            message = "%s (allocating the output failed: %s)" % (message, self._allocation_error)
-        self._status = status
-        self._message = message
-        self._keepalive = None
-        self._event.set()
-
 
 _lock = threading.Lock()
 _pending = {}  # request id -> Handle, until the core calls `done`
-_ids = itertools.count(1)
+_submissions = itertools.count(1)
 
 
 def _lookup(user_data):
@@ -91,17 +97,23 @@ def _on_allocate(user_data, index, ndim, shape):
         return None
 
 
-def _on_done(user_data, status, message):
+def _forget(record):
     with _lock:
-        handle = _pending.pop(user_data, None)
-    if handle is not None:
-        text = message.decode("utf-8", "replace") if message else None
-        handle._complete(status, text or "request %r failed" % handle.name)
+        _pending.pop(record, None)
 
 
-# One trampoline of each kind for all requests, alive for the life of the process.
+def _sweep():
+    """Drops finished requests nobody waited for (fire and forget), releasing their buffers."""
+    with _lock:
+        finished = [key for key, handle in _pending.items() if handle.done()]
+        for key in finished:
+            del _pending[key]
+
+
+# The allocate trampoline for all requests, alive for the life of the process, and the
+# core's own completion function as the `done` callback.
 ON_ALLOCATE = core.ALLOCATE_FN(_on_allocate)
-ON_DONE = core.DONE_FN(_on_done)
+ON_DONE = ctypes.cast(core.lib.tutti_completion_done, core.DONE_FN)
 
 
 def submit(name, finish, keepalive, enqueue, output_dtypes=()):
@@ -110,13 +122,14 @@ def submit(name, finish, keepalive, enqueue, output_dtypes=()):
 
     Returns the Handle; raises the core's error if the request was not queued.
     """
-    request_id = next(_ids)
+    if next(_submissions) % 256 == 0:
+        _sweep()
     handle = Handle(name, finish, keepalive, output_dtypes)
+    record = ctypes.addressof(handle.completion)
     with _lock:
-        _pending[request_id] = handle
-    status = enqueue(ctypes.c_void_p(request_id))
+        _pending[record] = handle
+    status = enqueue(ctypes.c_void_p(record))
     if status != core.OK:
-        with _lock:
-            _pending.pop(request_id, None)
+        _forget(record)
         core.check(status)
     return handle
