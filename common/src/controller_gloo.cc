@@ -96,6 +96,7 @@ class GlooController : public Controller {
       GlooStore store(client_.get());
       gloo::rendezvous::PrefixStore mesh_store(prefix + "/mesh", store);
       context_->connectFullMesh(mesh_store, device_);
+      GlooWarmUp(context_);
       // A rank's connectFullMesh can return while a peer is still finishing its side; without
       // this barrier a rank that exits right after init could break the peer's init.
       GlooBarrier(context_);
@@ -204,6 +205,7 @@ class GlooController : public Controller {
       GlooStore store(client_.get());
       gloo::rendezvous::PrefixStore set_store(prefix_ + "/ps" + std::to_string(id), store);
       context->connectFullMesh(set_store, device_);
+      GlooWarmUp(context);
       sets_[id] = context;
     });
   }

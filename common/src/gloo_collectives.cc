@@ -3,6 +3,7 @@
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier_all_to_all.h>
 #include <gloo/broadcast_one_to_all.h>
+#include <gloo/transport/buffer.h>
 #include <gloo/transport/unbound_buffer.h>
 
 #include <algorithm>
@@ -169,5 +170,25 @@ void GlooReduceScatter(const GlooContext& context, void* buffer,
 }
 
 void GlooBarrier(const GlooContext& context) { gloo::BarrierAllToAll(context).run(); }
+
+void GlooWarmUp(const GlooContext& context) {
+  // The sizing happens on the legacy (bound) buffer path, so warm up through it: one send
+  // buffer and one receive buffer per peer on a fresh slot.
+  const size_t bytes = 256 * 1024;  // the kernel caps it at net.core.wmem_max anyway
+  const int size = context->size;
+  const int me = context->rank;
+  const int slot = static_cast<int>(context->nextSlot());
+  std::vector<char> out(bytes * size, 0), in(bytes * size, 0);
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> sends, receives;
+  for (int p = 0; p < size; ++p) {
+    if (p == me) continue;
+    auto& pair = context->getPair(p);
+    receives.push_back(pair->createRecvBuffer(slot, in.data() + p * bytes, bytes));
+    sends.push_back(pair->createSendBuffer(slot, out.data() + p * bytes, bytes));
+  }
+  for (auto& send : sends) send->send();
+  for (auto& receive : receives) receive->waitRecv();
+  for (auto& send : sends) send->waitSend();
+}
 
 }  // namespace tutti
