@@ -74,6 +74,16 @@ def main():
         check.allreduce("scalar.%s" % name, name, hvd.Sum, (), 1000)
         check.allreduce("empty.%s" % name, name, hvd.Sum, (0,), 1001)
         check.allreduce("empty3d.%s" % name, name, hvd.Max, (2, 0, 3), 1002)
+    # A read-only input reduces into a new array; in place it is refused.
+    frozen = np.full(5, float(hvd.rank() + 1), np.float32)
+    frozen.flags.writeable = False
+    total = hvd.size() * (hvd.size() + 1) / 2
+    check.equal("readonly", check.run("readonly", hvd.allreduce, frozen, op=hvd.Sum,
+                                      name="readonly"), np.full(5, total, np.float32))
+    message = check.expect_error("readonly.inplace", hvd.InvalidArgumentError,
+                                 lambda: hvd.allreduce_(frozen, name="readonly.inplace"))
+    if message is not None and "writeable" not in message:
+        check.fail("readonly.inplace", "the message does not say why: %s" % message)
     # Scale factors: prescale is applied to each input, postscale to the result.
     for name in ("float16", "float32", "float64", "int32", "int64", "uint8"):
         check.allreduce("scale.sum.%s" % name, name, hvd.Sum, (6,), 2000, 3.0, 0.5)

@@ -50,6 +50,8 @@ def reduce_op(op):
 
 
 def scale_factor(value, which):
+    if type(value) is float:  # the usual case, without the abstract-class checks
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError("%s must be a number, got %r" % (which, value))
     return float(value)
@@ -92,19 +94,34 @@ def group(arrays, what):
 
 
 def _views(arrays):
-    """A ctypes array of tutti_tensor views of `arrays`, and the shape buffers behind them."""
+    """A ctypes array of tutti_tensor views of `arrays`, and the shape buffers behind them.
+    (Built per request: this is the hot path of every call, so it avoids ctypes.cast and
+    numpy's `.ctypes` object, which cost microseconds each.)"""
     views = (core.Tensor * max(len(arrays), 1))()
     shapes = []
     for i, array in enumerate(arrays):
         shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
         shapes.append(shape)
-        views[i] = core.Tensor(
-            data=array.ctypes.data,
-            dtype=dtypes.code_of(array.dtype),
-            ndim=array.ndim,
-            shape=ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)),
-        )
+        view = views[i]
+        view.data = _address(array)
+        view.dtype = dtypes.code_of(array.dtype)
+        view.ndim = array.ndim
+        view.shape = shape
     return views, shapes
+
+
+_NO_ALLOCATE = core.ALLOCATE_FN()  # a NULL allocate callback: outputs are given
+
+
+def _address(array):
+    try:  # the cheapest way to an array's address; writable arrays only
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):  # read-only or empty
+        return array.__array_interface__["data"][0]
+
+
+def _same_arrays(a, b):
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def set_size(set_id):
@@ -135,7 +152,12 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
     """
     set_id = process_sets.request_id(process_set)
     input_views, input_shapes = _views(inputs)
-    output_views, output_shapes = _views(outputs) if outputs is not None else (None, None)
+    if outputs is None:
+        output_views, output_shapes = None, None
+    elif _same_arrays(outputs, inputs):  # in place: the same views serve as outputs
+        output_views, output_shapes = input_views, input_shapes
+    else:
+        output_views, output_shapes = _views(outputs)
     name = request_name(name, kind, set_id)  # last: a refused call consumes no number
     # The core copies the request and the views while tutti_enqueue runs, but reads and
     # writes the data, splits and result buffers until `done`.
@@ -148,10 +170,9 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
             collective=collective,
             process_set=set_id,
             num_tensors=len(inputs),
-            inputs=ctypes.cast(input_views, ctypes.POINTER(core.Tensor)) if inputs else None,
-            outputs=(ctypes.cast(output_views, ctypes.POINTER(core.Tensor))
-                     if outputs is not None else None),
-            allocate=handles.ON_ALLOCATE if allocates else core.ALLOCATE_FN(),
+            inputs=input_views if inputs else None,
+            outputs=output_views,
+            allocate=handles.ON_ALLOCATE if allocates else _NO_ALLOCATE,
             reduce_op=int(op),
             prescale=prescale,
             postscale=postscale,
