@@ -7,6 +7,8 @@ Allgather writes into a preallocated output where the API allows it (mpi4py,
 torch.distributed); tutti's allgather returns a new array or tensor, as its API does.
 """
 
+import time
+
 import numpy
 
 
@@ -31,7 +33,8 @@ class Implementation:
         raise NotImplementedError
 
     def allreduce_many(self, bufs, prefix):
-        """Submits an allreduce of every buffer, then waits for all of them."""
+        """Submits an allreduce of every buffer, then waits for all of them. tutti's
+        implementations also set `last_submit_s`: how long the submissions took."""
         raise NotImplementedError
 
 
@@ -128,8 +131,10 @@ class TuttiNumpy(Implementation):
 
     def allreduce_many(self, bufs, prefix):
         hvd = self._hvd
+        start = time.perf_counter()
         handles = [hvd.allreduce_async_(buf, op=hvd.Sum, name="%s.%d" % (prefix, i))
                    for i, buf in enumerate(bufs)]
+        self.last_submit_s = time.perf_counter() - start
         for handle in handles:
             hvd.synchronize(handle)
 
@@ -161,8 +166,10 @@ class TuttiTorch(Implementation):
 
     def allreduce_many(self, bufs, prefix):
         hvd = self._hvd
+        start = time.perf_counter()
         handles = [hvd.allreduce_async_(buf, op=hvd.Sum, name="%s.%d" % (prefix, i))
                    for i, buf in enumerate(bufs)]
+        self.last_submit_s = time.perf_counter() - start
         for handle in handles:
             hvd.synchronize(handle)
 

@@ -153,7 +153,7 @@ def fused(comm, config, groups, sessions):
                     if not numpy.all(b == n * (n + 1) / 2):
                         fail(label, "expected %s, got %s" % (n * (n + 1) / 2, b[:4]))
                     b.fill(0)
-                items.append((impl.name, label, count,
+                items.append((impl.name, label, count, impl,
                               lambda i=impl, w=wrapped, p=prefix: i.allreduce_many(w, p)))
                 if impl.name == "mpi4py":
                     whole.fill(rank + 1)
@@ -163,14 +163,23 @@ def fused(comm, config, groups, sessions):
                     whole.fill(0)
                     wholew = mpi.wrap(whole)
                     items.append(("mpi4py-1-buffer", "mpi4py 1 x %d B" % whole.nbytes, 1,
-                                  lambda: mpi.allreduce(wholew, "whole")))
-            for key, label, buffers, call in items:
-                times = measure.samples(comm, call, max(1, config["fused_samples"] // rounds))
+                                  None, lambda: mpi.allreduce(wholew, "whole")))
+            for key, label, buffers, impl, call in items:
+                submits = []  # this rank's submission time in each call (tutti only)
+
+                def timed(call=call, impl=impl, submits=submits):
+                    call()
+                    if hasattr(impl, "last_submit_s"):
+                        submits.append(impl.last_submit_s)
+                times = measure.samples(comm, timed, max(1, config["fused_samples"] // rounds))
+                submits = comm.gather(submits, root=0)
                 if rank == 0:
                     entry = results.setdefault(key, {"impl": key, "label": label,
                                                      "buffers": buffers,
-                                                     "bytes": count * each, "samples_s": []})
+                                                     "bytes": count * each, "samples_s": [],
+                                                     "submit_samples_s": []})
                     entry["samples_s"].extend(times)
+                    entry["submit_samples_s"].extend(max(s) for s in zip(*submits))
     sessions.activate(None)
     return list(results.values())
 
