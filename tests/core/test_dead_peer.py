@@ -1,8 +1,10 @@
 """A rank that leaves mid-job gives the others an error, never a hang
 (workers/dead_peer.py, 3 ranks; the last rank leaves after three allreduces)."""
 
+import os
 import re
 import sys
+import time
 
 import pytest
 
@@ -11,6 +13,25 @@ import launch
 WORKER = launch.worker("workers/dead_peer.py")
 # Bound on how long the survivors may take to notice, well below the job timeout.
 NOTICE_SECONDS = 30
+
+
+def tutti_segments():
+    return {name for name in os.listdir("/dev/shm") if name.startswith("tutti-")}
+
+
+@pytest.fixture(autouse=True)
+def no_segment_left_behind():
+    """Shared-memory segments (TUTTI_SHM=auto puts the 3 ranks in one) must not outlive a
+    job whose rank exited or crashed."""
+    before = tutti_segments()
+    yield
+    # A job running beside this one (another test) holds its segment's name for the
+    # moment between creating and unlinking it: only a name that stays counts.
+    deadline = time.monotonic() + 2.0
+    while (tutti_segments() - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = tutti_segments() - before
+    assert not left, "left in /dev/shm: %s" % sorted(left)
 
 
 def survivors_errors(result):
