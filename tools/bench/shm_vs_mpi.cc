@@ -3,6 +3,7 @@
 // ratios.
 // Build: bazel build //tools/bench:shm_vs_mpi
 // Run:   mpirun --allow-run-as-root -np 2 bazel-bin/tools/bench/shm_vs_mpi
+// SMALL_BYTES, CHUNK_BYTES and RING_SLOTS in the environment override the Group's options.
 // Only the MPI C API (the C++ bindings need libmpi_cxx).
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,12 @@
 using tutti::Status;
 using tutti::shm::Group;
 using tutti::shm::NowNs;
+
+static void CheckOk(const Status& s) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "%s\n", s.message().c_str());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
 
 static double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -34,14 +42,16 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Group::Options options;
   options.scratch_bytes = 64 << 20;
-  if (const char* v = std::getenv("SMALL_BYTES")) options.small_bytes = std::strtoul(v, nullptr, 10);
-  if (const char* v = std::getenv("CHUNK_BYTES")) options.chunk_bytes = std::strtoul(v, nullptr, 10);
+  if (const char* v = std::getenv("SMALL_BYTES")) options.small_bytes = std::strtoul(v, nullptr, 0);
+  if (const char* v = std::getenv("CHUNK_BYTES")) options.chunk_bytes = std::strtoul(v, nullptr, 0);
   if (const char* v = std::getenv("RING_SLOTS")) options.ring_slots = std::atoi(v);
   std::unique_ptr<Group> group;
+  auto barrier = [] {
+    return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? Status::OK()
+                                                      : Status::Internal("barrier");
+  };
   Status st = Group::Create("/tutti-bench-" + std::to_string(getppid()), rank, size, options,
-                            [] { return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? Status::OK()
-                                                                                   : Status::Internal("barrier"); },
-                            &group);
+                            barrier, &group);
   if (!st.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", rank, st.message().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -72,14 +82,14 @@ int main(int argc, char** argv) {
         const int64_t t0 = NowNs();
         Status s = group->Allreduce(a.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
         shm_t.push_back((NowNs() - t0) / 1e3);
-        if (!s.ok()) { std::fprintf(stderr, "%s\n", s.message().c_str()); MPI_Abort(MPI_COMM_WORLD, 1); }
+        CheckOk(s);
       }
       MPI_Barrier(MPI_COMM_WORLD);
       for (int i = 0; i < per_block; ++i) {
         const int64_t t0 = NowNs();
         Status s = group->Allreduce(scr, count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
         scr_t.push_back((NowNs() - t0) / 1e3);
-        if (!s.ok()) { std::fprintf(stderr, "%s\n", s.message().c_str()); MPI_Abort(MPI_COMM_WORLD, 1); }
+        CheckOk(s);
       }
       MPI_Barrier(MPI_COMM_WORLD);
       for (int i = 0; i < per_block; ++i) {
@@ -90,7 +100,9 @@ int main(int argc, char** argv) {
     }
     // Rank 0's medians (both ranks take part in every call).
     const double s = Median(shm_t), m = Median(mpi_t), c = Median(scr_t);
-    if (rank == 0) std::printf("%10zu %12.2f %12.2f %8.2f %14.2f %10.2f\n", bytes, s, m, m / s, c, m / c);
+    if (rank == 0) {
+      std::printf("%10zu %12.2f %12.2f %8.2f %14.2f %10.2f\n", bytes, s, m, m / s, c, m / c);
+    }
   }
   group.reset();
   MPI_Finalize();
