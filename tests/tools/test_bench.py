@@ -1,0 +1,52 @@
+"""tools/bench end to end: every implementation on 2 ranks at two sizes (--quick), then checks
+that the JSON holds every cell, that tutti's submission time is part of each 100-tensor
+call, and that the report names what it measured."""
+
+import json
+import os
+import sys
+
+import launch
+
+SCRIPT = os.path.abspath(os.path.join("tools", "bench", "collectives.py"))
+IMPLS = ["mpi4py", "torch-gloo", "tutti-mpi-np", "tutti-mpi-torch", "tutti-gloo-np",
+         "tutti-gloo-torch"]
+SIZES = [4, 65536]
+
+
+def test_quick_run_on_two_ranks_covers_every_cell(tmp_path):
+    out = tmp_path / "bench.json"
+    result = launch.run(
+        [sys.executable, SCRIPT, "--quick", "--np", "2", "--sizes", ",".join(map(str, SIZES)),
+         "--json", str(out), "--plot", str(tmp_path / "bench.png")],
+        env={"TUTTI_BENCH_DIR": str(tmp_path)}, timeout=280)
+    assert result.returncode == 0, launch.describe(result)
+    assert "of which submitting" in result.stdout, launch.describe(result)
+
+    doc = json.loads(out.read_text())
+    (run,) = doc["runs"]
+    assert run["np"] == 2
+    assert run["impls"] == IMPLS, run["impls"]
+
+    cells = {(r["collective"], r["bytes"], r["impl"]): r for r in run["sweep"]}
+    for collective in ("allreduce", "allgather", "broadcast"):
+        for size in SIZES:
+            for impl in IMPLS:
+                row = cells[(collective, size, impl)]
+                assert row["samples_s"] and min(row["samples_s"]) > 0, row
+
+    fused = {r["impl"]: r for r in run["fused"]}
+    assert set(fused) == set(IMPLS) | {"mpi4py-1-buffer"}, sorted(fused)
+    for impl in IMPLS:
+        row = fused[impl]
+        submits = row.get("submit_samples_s", [])
+        if not impl.startswith("tutti-"):
+            assert not submits, row
+            continue
+        # Submitting is part of every call (per sample: the slowest rank of each).
+        assert len(submits) == len(row["samples_s"]), row
+        assert all(0 < s <= t for s, t in zip(submits, row["samples_s"])), row
+
+    assert sorted(r["impl"] for r in run["latency"]) == sorted(IMPLS)
+    assert run["targets"], run
+    assert (tmp_path / "bench.png").stat().st_size > 0
