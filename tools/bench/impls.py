@@ -130,13 +130,7 @@ class TuttiNumpy(Implementation):
         self._hvd.broadcast_(buf, root_rank=0, name=name)
 
     def allreduce_many(self, bufs, prefix):
-        hvd = self._hvd
-        start = time.perf_counter()
-        handles = [hvd.allreduce_async_(buf, op=hvd.Sum, name="%s.%d" % (prefix, i))
-                   for i, buf in enumerate(bufs)]
-        self.last_submit_s = time.perf_counter() - start
-        for handle in handles:
-            hvd.synchronize(handle)
+        self.last_submit_s = _submit_then_wait(self._hvd, bufs, prefix)
 
 
 class TuttiTorch(Implementation):
@@ -165,13 +159,18 @@ class TuttiTorch(Implementation):
         self._hvd.broadcast_(buf, root_rank=0, name=name)
 
     def allreduce_many(self, bufs, prefix):
-        hvd = self._hvd
-        start = time.perf_counter()
-        handles = [hvd.allreduce_async_(buf, op=hvd.Sum, name="%s.%d" % (prefix, i))
-                   for i, buf in enumerate(bufs)]
-        self.last_submit_s = time.perf_counter() - start
-        for handle in handles:
-            hvd.synchronize(handle)
+        self.last_submit_s = _submit_then_wait(self._hvd, bufs, prefix)
+
+
+def _submit_then_wait(hvd, bufs, prefix):
+    """tutti's allreduce_many through either API; returns the seconds spent submitting."""
+    start = time.perf_counter()
+    handles = [hvd.allreduce_async_(buf, op=hvd.Sum, name="%s.%d" % (prefix, i))
+               for i, buf in enumerate(bufs)]
+    submitted = time.perf_counter() - start
+    for handle in handles:
+        hvd.synchronize(handle)
+    return submitted
 
 
 def as_numpy(result):
