@@ -6,7 +6,8 @@
 
 namespace tutti {
 
-// Writes "tutti: warning: <message>" to stderr as one line.
+// Writes "tutti: warning: <message>" to stderr as one line, unless TUTTI_LOG_LEVEL (or
+// HOROVOD_LOG_LEVEL) is ERROR or FATAL.
 void LogWarning(const std::string& message);
 
 }  // namespace tutti

@@ -2,6 +2,8 @@
 
 import os
 import re
+import subprocess
+import sys
 
 import runner_helpers
 
@@ -40,14 +42,25 @@ def test_check_build_report_layout():
         assert found["Available tensor operations"]["NCCL"] == mark[common.nccl_built()]
 
 
-def test_frameworks_not_on_the_path_are_unavailable():
+def test_frameworks_not_on_the_path_are_unavailable(tmp_path):
+    """A Python that sees tutti-core's sources and nothing else reports no framework.
+
+    The interpreter is a fresh virtual environment, so plugins that were pip-installed
+    into the project's environment (tools/demo installs tutti-mxnet there) stay out of
+    sight; the test depends on nothing installed before it.
+    """
     import tutti.runner
 
     # The directory that holds tutti/runner, without the framework plugins' directories.
     source_root = os.path.dirname(os.path.dirname(os.path.dirname(tutti.runner.__file__)))
-    result = runner_helpers.tuttirun(["--check-build", "--verbose"],
-                                     env={"PYTHONPATH": source_root}, timeout=120)
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True,
+                   timeout=120)
+    result = runner_helpers.launch.run(
+        [str(bare / "bin" / "python"), "-m", "tutti.runner", "--check-build", "--verbose"],
+        env={"PYTHONPATH": source_root}, timeout=120)
     assert result.returncode == 0, result.stderr
     found = sections(result.stdout)
     assert found["Available frameworks"] == {"TensorFlow": "[ ]", "PyTorch": "[ ]", "MXNet": "[ ]"}
     assert "(tutti.torch: not installed)" in result.stdout
+    assert "(tutti.mxnet: not installed)" in result.stdout

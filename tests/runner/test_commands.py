@@ -113,11 +113,12 @@ def test_multi_host_ssh_commands():
     assert local.spec.stdin_data is None
     # Remote ranks go through ssh and remote_guard; the secret travels on stdin.
     argv = remote.spec.argv
-    assert argv[:12] == ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+    # --start-timeout (default 30 s) bounds each ssh connection.
+    assert argv[:14] == ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
                          "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
-                         "-p", "2222", "node-b"]
-    assert len(argv) == 13
-    remote_command = argv[12]
+                         "-o", "ConnectTimeout=30", "-p", "2222", "node-b"]
+    assert len(argv) == 15
+    remote_command = argv[14]
     assert remote_command.startswith("cd '/work dir' && env ")
     words = shlex.split(remote_command)
     assert words[:4] == ["cd", "/work dir", "&&", "env"]

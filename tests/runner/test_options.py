@@ -54,12 +54,18 @@ def test_tuning_flags_map_to_core_variables():
     }
 
 
-def test_fractional_fusion_threshold_and_disabled_cache():
+def test_fractional_fusion_threshold_and_disabled_response_cache():
     settings = parse("-np", "1", "--fusion-threshold-mb", "0.5", "--cache-capacity", "9",
-                     "--disable-cache", "x")
+                     "--disable-response-cache", "x")
     env = tuning.environment(settings)
     assert env["TUTTI_FUSION_THRESHOLD"] == str(512 * 1024)
     assert env["TUTTI_CACHE_CAPACITY"] == "0"
+
+
+def test_disable_cache_is_horovodruns_launcher_cache_and_leaves_the_core_alone():
+    settings = parse("-np", "1", "--cache-capacity", "9", "--disable-cache", "x")
+    assert settings.disable_cache
+    assert tuning.environment(settings) == {"TUTTI_CACHE_CAPACITY": "9"}
 
 
 @pytest.mark.parametrize("argv, words", [

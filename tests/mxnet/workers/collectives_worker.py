@@ -133,6 +133,16 @@ def check_alltoall(rank, size):
     output, received = hvd.alltoall(tensor, splits=[2] * size, name="alltoall.even_splits")
     np.testing.assert_array_equal(output.asnumpy(), want)
     np.testing.assert_array_equal(received.asnumpy(), [2] * size)
+    # Rows the set size does not divide: as in Horovod, the first rows % size ranks get one
+    # row more (and no tuple comes back).
+    rows = 2 * size + 1
+    tensor = mx.nd.array(np.arange(rows) + 100 * rank)
+    output = hvd.alltoall(tensor, name="alltoall.uneven")
+    counts = [rows // size + (1 if j < rows % size else 0) for j in range(size)]
+    start = sum(counts[:rank])
+    want = np.concatenate([np.arange(rows)[start:start + counts[rank]] + 100 * r
+                           for r in range(size)])
+    np.testing.assert_array_equal(output.asnumpy(), want)
 
 
 def scattered(full, rank, size):

@@ -26,8 +26,11 @@ def new_secret():
     return secrets.token_hex(16)
 
 
-def ssh_command(host, remote_command, ssh_port=None, ssh_identity_file=None):
+def ssh_command(host, remote_command, ssh_port=None, ssh_identity_file=None,
+                connect_timeout=None):
     argv = list(SSH_BASE)
+    if connect_timeout:
+        argv += ["-o", "ConnectTimeout=%d" % connect_timeout]
     if ssh_port:
         argv += ["-p", str(ssh_port)]
     if ssh_identity_file:
@@ -78,7 +81,8 @@ def plan_ranks(placements, command, job_env, settings, parent_env=None, workdir=
             remote_env.update(public)
             argv = ssh_command(placement.host,
                                remote_shell_command(workdir, remote_env, command),
-                               settings.ssh_port, settings.ssh_identity_file)
+                               settings.ssh_port, settings.ssh_identity_file,
+                               getattr(settings, "start_timeout", None))
             stdin_line = (json.dumps(secret) + "\n").encode()
             shown = "rank %d on %s: %s  (stdin: %s)" % (
                 placement.rank, placement.host, shlex.join(argv),
@@ -88,5 +92,5 @@ def plan_ranks(placements, command, job_env, settings, parent_env=None, workdir=
     return launches
 
 
-def start_store(address, secret):
-    return StoreServer(address, secret).start()
+def start_store(address, secret, port=0):
+    return StoreServer(address, secret, port).start()

@@ -7,6 +7,7 @@ local rank.
 
 import collections
 import concurrent.futures
+import ipaddress
 import re
 import socket
 
@@ -22,6 +23,9 @@ Placement = collections.namedtuple(
 
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _RESOLVE_TIMEOUT_SECONDS = 10
+# An IPv4 address range: 10.0.0.2-10.0.0.10, or 10.0.0.2-10 (the last number only).
+_ADDRESS_RANGE = re.compile(r"^(\d+\.\d+\.\d+\.\d+)-(\d+(?:\.\d+\.\d+\.\d+)?)$")
+MAX_RANGE_HOSTS = 4096
 
 
 def _parse_slots(text, where):
@@ -48,6 +52,34 @@ def _check_unique(hosts, where):
     return hosts
 
 
+def expand_host_entry(entry, where):
+    """`host`, `host:slots` or an IPv4 range `first-last[:slots]` as a list of entries.
+
+    10.0.0.2-10.0.0.10 (or 10.0.0.2-10) stands for every address from the first to the
+    last, both included, each with the entry's slot count.
+    """
+    name, sep, slots = entry.strip().partition(":")
+    match = _ADDRESS_RANGE.match(name)
+    if not match:
+        return [entry.strip()]
+    first_text, last_text = match.groups()
+    if "." not in last_text:
+        last_text = first_text.rsplit(".", 1)[0] + "." + last_text
+    try:
+        first = ipaddress.IPv4Address(first_text)
+        last = ipaddress.IPv4Address(last_text)
+    except ValueError as exc:
+        raise UsageError("%s: address range %r: %s" % (where, name, exc)) from None
+    count = int(last) - int(first) + 1
+    if count < 1:
+        raise UsageError("%s: address range %r runs backwards" % (where, name))
+    if count > MAX_RANGE_HOSTS:
+        raise UsageError("%s: address range %r holds %d addresses, more than %d"
+                         % (where, name, count, MAX_RANGE_HOSTS))
+    suffix = sep + slots
+    return [str(first + i) + suffix for i in range(count)]
+
+
 def parse_hosts_argument(text):
     """Parses -H: `host1:slots,host2:slots` (a host without `:slots` has one slot).
 
@@ -57,10 +89,12 @@ def parse_hosts_argument(text):
     if not text or not text.strip():
         raise UsageError("-H needs at least one host, e.g. -H host1:2,host2:2")
     hosts = []
+    entries = []
     for entry in text.split(","):
-        entry = entry.strip()
-        if not entry:
+        if not entry.strip():
             raise UsageError("%s: empty host entry (stray comma?)" % where)
+        entries.extend(expand_host_entry(entry, where))
+    for entry in entries:
         name, sep, slots = entry.partition(":")
         _check_name(name, where)
         if sep and ":" in slots:
@@ -106,10 +140,11 @@ def _addresses(name):
     return sorted({info[4][0] for info in infos})
 
 
-def resolve_all(names):
+def resolve_all(names, timeout=_RESOLVE_TIMEOUT_SECONDS):
     """Maps each host name to its addresses; UsageError naming the first that fails.
 
-    Lookups run in parallel with a deadline so that a dead name server cannot hang us.
+    Lookups run in parallel with a deadline (`timeout` seconds for each) so that a dead
+    name server cannot hang us.
     """
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(16, max(1, len(names))))
     try:
@@ -117,10 +152,10 @@ def resolve_all(names):
         result = {}
         for name, future in futures.items():
             try:
-                result[name] = future.result(timeout=_RESOLVE_TIMEOUT_SECONDS)
+                result[name] = future.result(timeout=timeout)
             except concurrent.futures.TimeoutError:
-                raise UsageError("looking up host %r took more than %d s"
-                                 % (name, _RESOLVE_TIMEOUT_SECONDS)) from None
+                raise UsageError("looking up host %r took more than %d s (--start-timeout)"
+                                 % (name, timeout)) from None
             except (socket.gaierror, UnicodeError) as exc:
                 reason = getattr(exc, "strerror", None) or str(exc)
                 raise UsageError("unknown host %r (%s)" % (name, reason)) from None

@@ -16,8 +16,8 @@ from .output import OutputSink, prepare_log_dir
 from .supervisor import ProcessSpec, Supervisor
 
 # What validation decided: where each rank runs and where the store listens.
-Plan = collections.namedtuple("Plan", ["placements", "store_address", "interface",
-                                       "hosts_given", "mpi_flavor"])
+Plan = collections.namedtuple("Plan", ["placements", "store_address", "store_port",
+                                       "interface", "hosts_given", "mpi_flavor"])
 
 
 def _say(message):
@@ -51,21 +51,48 @@ def make_plan(settings):
         host_list = [hosts.Host("localhost", np)]
         addresses = {"localhost": ["127.0.0.1"]}
     else:
-        addresses = hosts.resolve_all([host.name for host in host_list])
+        addresses = hosts.resolve_all([host.name for host in host_list],
+                                      settings.start_timeout)
     placements = hosts.place(np, host_list, addresses)
     _check_command(settings.command, placements)
     remote = []
     for placement in placements:
         if not placement.is_local and placement.local_rank == 0:
             remote.append(addresses[placement.host][0])
-    store_address, interface = network.choose(settings.network_interface, remote)
+    master = _master_address(settings.master_host, settings.start_timeout)
+    store_address, interface = network.choose(settings.network_interface, remote, master)
     if settings.output_filename:
         prepare_log_dir(settings.output_filename)
     if settings.ssh_identity_file and not os.access(settings.ssh_identity_file, os.R_OK):
         raise UsageError("--ssh-identity-file %s is not readable" % settings.ssh_identity_file)
     flavor = mpi_job.detect_flavor() if settings.mpi else None
-    return Plan(placements, store_address, interface, bool(settings.hosts or settings.hostfile),
-                flavor)
+    return Plan(placements, store_address, settings.master_port or 0, interface,
+                bool(settings.hosts or settings.hostfile), flavor)
+
+
+def _master_address(master_host, timeout):
+    """The IPv4 address of this machine that -hm names, or None without -hm.
+
+    tuttirun hosts the rendezvous store itself, so the master host must be this machine.
+    """
+    if not master_host:
+        return None
+    addresses = hosts.resolve_all([master_host], timeout)[master_host]
+    own = [a for a in addresses if ":" not in a and hosts.is_local(master_host, [a])]
+    if not own:
+        resolved = "" if addresses == [master_host] else " (%s)" % ", ".join(addresses)
+        raise UsageError("-hm %s%s is not this machine: tuttirun hosts the rendezvous store "
+                         "on the master host, so run tuttirun there"
+                         % (master_host, resolved))
+    return own[0]
+
+
+def _launcher_variables(settings):
+    """What the launcher itself adds to every rank's environment."""
+    env = tuning.environment(settings)
+    if settings.tcp:
+        env["NCCL_IB_DISABLE"] = "1"  # horovodrun's --tcp
+    return env
 
 
 def _targets(targets):
@@ -75,9 +102,13 @@ def _targets(targets):
 def run_gloo(settings, plan, extra_env=None, targets=None):
     """Runs a Gloo job: store, ranks, supervision. Returns a JobResult."""
     secret = gloo_job.new_secret()
-    store = gloo_job.start_store(plan.store_address, secret)
     try:
-        core_env = tuning.environment(settings)
+        store = gloo_job.start_store(plan.store_address, secret, plan.store_port)
+    except OSError as exc:
+        raise UsageError("the rendezvous store cannot listen on %s:%d: %s"
+                         % (plan.store_address, plan.store_port, exc.strerror or exc)) from None
+    try:
+        core_env = _launcher_variables(settings)
 
         def job_env(placement):
             env = dict(core_env)
@@ -91,7 +122,8 @@ def run_gloo(settings, plan, extra_env=None, targets=None):
             _say("rendezvous store listening on %s:%d" % (plan.store_address, store.port))
             for launch in launches:
                 _say(launch.shown)
-        sink = OutputSink(_targets(targets), settings.output_filename)
+        sink = OutputSink(_targets(targets), settings.output_filename,
+                          timestamps=settings.prefix_output_with_timestamp)
         supervisor = Supervisor([launch.spec for launch in launches], sink,
                                 settings.stop_grace_seconds)
         return supervisor.run()
@@ -101,7 +133,7 @@ def run_gloo(settings, plan, extra_env=None, targets=None):
 
 def run_mpi(settings, plan, extra_env=None, targets=None):
     """Runs an MPI job through mpirun. Returns a JobResult."""
-    job_env = tuning.environment(settings)
+    job_env = _launcher_variables(settings)
     job_env["TUTTI_CONTROLLER"] = "mpi"
     job_env.update(extra_env or {})
     parent = environment.without_job_variables(os.environ)
@@ -111,7 +143,7 @@ def run_mpi(settings, plan, extra_env=None, targets=None):
         placements=plan.placements if plan.hosts_given else None,
         network_interface=settings.network_interface, output_dir=settings.output_filename,
         ssh_port=settings.ssh_port, ssh_identity_file=settings.ssh_identity_file,
-        mpi_args=settings.mpi_args)
+        mpi_args=settings.mpi_args, timestamps=settings.prefix_output_with_timestamp)
     if settings.verbose:
         shown = environment.masked(job_env)
         _say("environment for every rank: %s"
@@ -140,7 +172,7 @@ def main(argv=None):
 
             return check_build.main(verbose=settings.verbose)
         plan = make_plan(settings)
+        return execute(settings, plan).exit_code
     except UsageError as exc:
         _say("error: %s" % exc)
         return 2
-    return execute(settings, plan).exit_code

@@ -56,7 +56,7 @@ def _host_list(placements):
 def build_command(flavor, np, command, job_env, forwarded_names, placements=None,
                   network_interface=None, output_dir=None, ssh_port=None,
                   ssh_identity_file=None, mpi_args=(), is_root=None, cpu_count=None,
-                  python=None):
+                  python=None, timestamps=False):
     """The mpirun argv.
 
     job_env: tutti's variables for every rank; forwarded_names: inherited variables that
@@ -96,8 +96,8 @@ def build_command(flavor, np, command, job_env, forwarded_names, placements=None
         argv += ["-np", str(np)]
         if placements:
             argv += ["-hosts", _host_list(placements)]
-        if network_interface:
-            argv += ["-iface", network_interface]
+        if network_interface:  # Hydra takes one interface
+            argv += ["-iface", network_interface.split(",")[0]]
         names = list(secret) + sorted(forwarded_names)
         if names:
             argv += ["-genvlist", ",".join(names)]
@@ -109,4 +109,6 @@ def build_command(flavor, np, command, job_env, forwarded_names, placements=None
     argv += [python or sys.executable, "-m", "tutti.runner.rank_output"]
     if output_dir:
         argv += ["--output-filename", os.path.abspath(output_dir)]
+    if timestamps:
+        argv.append("--prefix-output-with-timestamp")
     return argv + ["--"] + list(command)

@@ -49,21 +49,34 @@ def _route_source_address(remote_address):
         return probe.getsockname()[0]
 
 
-def choose(network_interface, remote_addresses):
+def _first_present(network_interfaces):
+    """The first of the comma-separated interface names that this host has."""
+    present = interface_names()
+    wanted = network_interfaces.split(",")
+    for name in wanted:
+        if name in present:
+            return name
+    raise UsageError("--network-interface %s: no such interface (this host has: %s)"
+                     % (network_interfaces, ", ".join(present)))
+
+
+def choose(network_interface, remote_addresses, master_address=None):
     """(listen address, Gloo interface name or None) for the store and the workers.
 
-    `remote_addresses` holds one resolved address per remote host; empty for a local job.
+    `network_interface` holds one or more interface names joined by commas (the first
+    that this host has is used); `remote_addresses` one resolved address per remote host,
+    empty for a local job; `master_address`, when given, is where the store must listen.
     """
-    if network_interface:
-        if network_interface not in interface_names():
-            raise UsageError("--network-interface %s: no such interface (this host has: %s)"
-                             % (network_interface, ", ".join(interface_names())))
+    interface = _first_present(network_interface) if network_interface else None
+    if master_address:
+        return master_address, interface or interface_of(master_address)
+    if interface:
         if not remote_addresses:
-            return LOOPBACK_ADDRESS, network_interface
-        address = interface_ipv4(network_interface)
+            return LOOPBACK_ADDRESS, interface
+        address = interface_ipv4(interface)
         if address is None:
-            raise UsageError("--network-interface %s has no IPv4 address" % network_interface)
-        return address, network_interface
+            raise UsageError("--network-interface %s has no IPv4 address" % interface)
+        return address, interface
     if not remote_addresses:
         return LOOPBACK_ADDRESS, interface_of(LOOPBACK_ADDRESS) or "lo"
     address = _route_source_address(remote_addresses[0])

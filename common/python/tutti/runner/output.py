@@ -24,12 +24,15 @@ class OutputSink:
 
     With `log_dir`, each rank's raw output also goes to log_dir/rank.<r>/<stream>. With
     `prefix=False` lines pass through unchanged (mpirun's output is prefixed already).
+    With `timestamps`, each prefix starts with the local time the line arrived
+    (`Thu Dec  3 17:05:09 2026 [1]<stdout>: text`).
     """
 
-    def __init__(self, targets, log_dir=None, prefix=True):
+    def __init__(self, targets, log_dir=None, prefix=True, timestamps=False):
         self._targets = targets
         self._log_dir = log_dir
         self._prefix = prefix
+        self._timestamps = timestamps
         self._lock = threading.Lock()
         self._threads = []
 
@@ -59,9 +62,10 @@ class OutputSink:
                 text = raw.decode("utf-8", "replace")
                 if not text.endswith("\n"):
                     text += "\n"
+                stamp = time.asctime() + " " if self._timestamps and self._prefix else ""
                 with self._lock:
                     try:
-                        target.write(prefix + text)
+                        target.write(stamp + prefix + text)
                         target.flush()
                     except (OSError, ValueError):
                         pass  # our own stdout went away; keep draining the pipe

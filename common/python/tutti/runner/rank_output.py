@@ -37,6 +37,7 @@ def mpi_rank(environ):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tutti.runner.rank_output")
     parser.add_argument("--output-filename", metavar="DIR")
+    parser.add_argument("--prefix-output-with-timestamp", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -64,7 +65,8 @@ def main(argv=None):
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, forward)
-    sink = OutputSink({"stdout": sys.stdout, "stderr": sys.stderr}, args.output_filename)
+    sink = OutputSink({"stdout": sys.stdout, "stderr": sys.stderr}, args.output_filename,
+                      timestamps=args.prefix_output_with_timestamp)
     sink.attach(rank, "stdout", child.stdout)
     sink.attach(rank, "stderr", child.stderr)
     returncode = child.wait()

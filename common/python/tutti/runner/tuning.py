@@ -48,7 +48,8 @@ def log_level(text):
 
 
 # flag: the long option; variable: what it sets; kind: a converter, or None for an on/off
-# switch; to_env: the variable's text for a value (default: str, or "1" for a switch).
+# switch; to_env: the variable's text for a value (default: str; for a switch "1" when on
+# and "0" when explicitly off, see SWITCH_SPELLINGS; None sets nothing).
 # metavar: how --help names the value.
 Tuning = collections.namedtuple("Tuning",
                                 ["flag", "variable", "kind", "help", "to_env", "metavar"])
@@ -59,7 +60,7 @@ _METAVARS = {non_negative_int: "N", non_negative_float: "X", positive_float: "X"
 
 def _tuning(flag, variable, kind, help, to_env=None, metavar=None):
     if to_env is None:
-        to_env = str if kind else (lambda on: "1")
+        to_env = str if kind else (lambda on: "1" if on else "0")
     return Tuning(flag, variable, kind, help, to_env, metavar or _METAVARS.get(kind))
 
 
@@ -71,8 +72,8 @@ TUNINGS = [
             "negotiation cycle period in milliseconds"),
     _tuning("--cache-capacity", "TUTTI_CACHE_CAPACITY", non_negative_int,
             "number of responses kept in the response cache"),
-    _tuning("--disable-cache", "TUTTI_CACHE_CAPACITY", None,
-            "disable the response cache (capacity 0)", lambda on: "0"),
+    _tuning("--disable-response-cache", "TUTTI_CACHE_CAPACITY", None,
+            "disable the response cache (capacity 0)", lambda on: "0" if on else None),
     _tuning("--hierarchical-allreduce", "TUTTI_HIERARCHICAL_ALLREDUCE", None,
             "reduce within each host first, then across hosts"),
     _tuning("--hierarchical-allgather", "TUTTI_HIERARCHICAL_ALLGATHER", None,
@@ -114,6 +115,52 @@ TUNINGS = [
 ]
 
 
+# Horovod's other spellings of the switches above: flag -> (the switch's settings
+# attribute, the value it sets). False switches a setting explicitly off (its variable is
+# set to 0), which also keeps autotune from changing it.
+SWITCH_SPELLINGS = {
+    "--no-hierarchical-allreduce": ("hierarchical_allreduce", False),
+    "--no-hierarchical-allgather": ("hierarchical_allgather", False),
+    "--no-autotune": ("autotune", False),
+    "--no-timeline-mark-cycles": ("timeline_mark_cycles", False),
+    "--stall-check": ("no_stall_check", False),
+    "--no-mpi-threads-disable": ("mpi_threads_disable", False),
+    "--log-without-timestamp": ("log_hide_timestamp", True),
+    "--log-with-timestamp": ("log_hide_timestamp", False),
+    "--no-log-hide-timestamp": ("log_hide_timestamp", False),
+}
+
+# Settings the core cannot honour. tuttirun refuses them instead of passing on a variable
+# that nothing reads: settings attribute -> (refused value, or ANY_VALUE; how the refusal
+# names it; why).
+ANY_VALUE = object()
+UNSUPPORTED = {
+    "hierarchical_allgather": (
+        True, "--hierarchical-allgather",
+        "tutti has no hierarchical allgather (the ranks of one host already gather through "
+        "shared memory); leave it off"),
+    "mpi_threads_disable": (
+        True, "--mpi-threads-disable",
+        "the tutti core needs MPI_THREAD_MULTIPLE, since framework threads and the core's "
+        "thread both call MPI"),
+    "thread_affinity": (
+        ANY_VALUE, "--thread-affinity",
+        "the tutti core does not pin its background thread; place the whole rank with "
+        "taskset or numactl around the command instead"),
+    "log_hide_timestamp": (
+        False, "--log-with-timestamp",
+        "the core's log lines carry no timestamps (as with --log-without-timestamp)"),
+}
+
+
+def check_supported(settings):
+    """Raises UsageError for the first setting that the core cannot honour."""
+    for name, (refused, shown, why) in UNSUPPORTED.items():
+        value = getattr(settings, name, None)
+        if value is not None and (refused is ANY_VALUE or value == refused):
+            raise UsageError("%s is not supported: %s" % (shown, why))
+
+
 def dest(flag):
     """The settings attribute of a long flag: --cycle-time-ms -> cycle_time_ms."""
     return flag.lstrip("-").replace("-", "_")
@@ -124,7 +171,9 @@ def environment(settings):
     env = {}
     for tuning in TUNINGS:
         value = getattr(settings, dest(tuning.flag), None)
-        if value is None or value is False:
+        if value is None:
             continue
-        env[tuning.variable] = tuning.to_env(value)
+        text = tuning.to_env(value)
+        if text is not None:
+            env[tuning.variable] = text
     return env

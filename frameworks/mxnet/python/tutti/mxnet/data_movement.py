@@ -4,17 +4,24 @@ allgather and alltoall produce an output whose first dimension depends on the ot
 while an MXNet engine operation can neither create nor reshape an NDArray. So these calls
 first exchange the sizes (a small collective through the same engine path, waited for
 here), then create the output with its final shape and push the data collective, which
-stays asynchronous and ordered with MXNet's other work on the tensor.
+stays asynchronous and ordered with MXNet's other work on the tensor. allgather exchanges
+every rank's whole shape and dtype, so that ranks that disagree fail at the call with
+MXNetError, as in Horovod (whose allgather waits for its result).
 """
 
 import numbers
 
 import mxnet as mx
 import numpy
-from tutti.common import core
+from tutti.common import basics, core
 from tutti.common.process_sets import global_process_set
 
 from . import ops
+
+# An allgather describes each tensor to the other ranks as [dtype, ndim, dim 0, ..., dim
+# MAX_NDIM-1] (unused dimensions -1), one fixed-length int64 record per tensor.
+MAX_NDIM = 32
+_RECORD = 2 + MAX_NDIM
 
 
 def _exchange(collective, values, name, set_id, set_size, priority):
@@ -32,15 +39,48 @@ def _exchange(collective, values, name, set_id, set_size, priority):
     return output.asnumpy()  # raises MXNetError when the core failed
 
 
+def _describe(tensor, function):
+    if tensor.ndim == 0:
+        raise ValueError("tutti.mxnet.%s needs tensors with at least one dimension" % function)
+    if tensor.ndim > MAX_NDIM:
+        raise ValueError("tutti.mxnet.%s supports at most %d dimensions, got %d"
+                         % (function, MAX_NDIM, tensor.ndim))
+    dims = list(tensor.shape) + [-1] * (MAX_NDIM - tensor.ndim)
+    return [basics.DTYPE[ops.dtype_name(tensor)], tensor.ndim] + dims
+
+
+def _shape_text(record):
+    dtype = {code: name for name, code in basics.DTYPE.items()}.get(int(record[0]), "?")
+    return "%s %s" % (tuple(int(d) for d in record[2:2 + int(record[1])]), dtype)
+
+
+def _check_agreement(records, name, set_id):
+    """MXNetError naming the ranks when their tensors differ beyond the first dimension.
+
+    records[r, i] describes tensor i of set rank r; every rank sees the same records, so
+    every rank raises the same error and none pushes the data collective."""
+    for i in range(records.shape[1]):
+        def signature(rank):
+            record = records[rank, i]
+            return (int(record[0]), int(record[1])) + tuple(int(d) for d in record[3:])
+        for rank in range(1, records.shape[0]):
+            if signature(rank) != signature(0):
+                label = name if records.shape[1] == 1 else "%s (tensor %d)" % (name, i)
+                raise mx.base.MXNetError(
+                    "Mismatched allgather tensor shapes or types for %s: set rank 0 has %s, "
+                    "set rank %d has %s; all but the first dimension and the dtype must agree"
+                    " (process set %d)" % (label, _shape_text(records[0, i]), rank,
+                                           _shape_text(records[rank, i]), set_id))
+
+
 def _allgather(function, tensors, name, priority, process_set):
-    for tensor in tensors:
-        if tensor.ndim == 0:
-            raise ValueError("tutti.mxnet.%s needs tensors with at least one dimension" % function)
+    descriptions = [_describe(t, function) for t in tensors]
     set_id, name = ops.prepare(function, process_set, name, "allgather")
     set_size = ops.set_size(set_id)
-    rows = _exchange(core.ALLGATHER, [t.shape[0] for t in tensors], name + ".rows", set_id,
-                     set_size, priority).reshape(set_size, len(tensors))
-    outputs = [ops.empty_like(t, (int(rows[:, i].sum()),) + tuple(t.shape[1:]))
+    records = _exchange(core.ALLGATHER, sum(descriptions, []), name + ".shapes", set_id,
+                        set_size, priority).reshape(set_size, len(tensors), _RECORD)
+    _check_agreement(records, name, set_id)
+    outputs = [ops.empty_like(t, (int(records[:, i, 2].sum()),) + tuple(t.shape[1:]))
                for i, t in enumerate(tensors)]
     ops.push(core.ALLGATHER, tensors, outputs, name, set_id, priority=priority)
     return outputs
@@ -50,8 +90,8 @@ def allgather(tensor, name=None, priority=0, process_set=global_process_set):
     """Concatenates the tensors of every rank of the set along the first dimension (whose
     size may differ between ranks; the others must agree) and returns a new NDArray.
 
-    Waits until every rank has announced its size, then returns; the data itself moves
-    asynchronously."""
+    Waits until every rank has announced its shape, then returns; the data itself moves
+    asynchronously. Raises MXNetError when the ranks' other dimensions or dtypes differ."""
     ops.check_tensor(tensor, "allgather")
     return _allgather("allgather", [tensor], name, priority, process_set)[0]
 
@@ -88,10 +128,9 @@ def broadcast_(tensor, root_rank, name=None, priority=0, process_set=global_proc
 
 def _split_list(splits, rows, set_size):
     if splits is None:
-        if rows % set_size:
-            raise ValueError("alltoall without splits needs a first dimension divisible by the "
-                             "set size %d, got %d rows" % (set_size, rows))
-        return [rows // set_size] * set_size
+        # As Horovod: as even as possible, the first rows % set_size ranks get one row more.
+        share, extra = divmod(rows, set_size)
+        return [share + (1 if j < extra else 0) for j in range(set_size)]
     if isinstance(splits, mx.nd.NDArray):
         splits = splits.asnumpy()
     values = numpy.asarray(splits).reshape(-1)
@@ -108,7 +147,8 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
     """Sends part j of `tensor` (split along the first dimension) to rank j of the set and
     concatenates what every rank sent here.
 
-    splits: rows per rank (a list, numpy array or NDArray), or None for equal parts.
+    splits: rows per rank (a list, numpy array or NDArray), or None for parts as equal as
+    possible (rank j gets rows // size rows, plus one when j < rows % size).
     Returns the output; when splits are given, like Horovod, (output, received_splits),
     received_splits an int32 NDArray of the rows that came from each rank. Waits until
     every rank has announced its splits, then returns; the data itself moves
