@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from job_reports import free_port, reports
 from launch import describe, worker
 from runner_helpers import tuttirun
 
@@ -18,25 +19,6 @@ try:
     import tutti.numpy  # noqa: F401
 except ImportError as exc:  # the core library is not built
     pytest.skip("the tutti core cannot be loaded: %s" % exc, allow_module_level=True)
-
-LINE = re.compile(r"\[(\d+)\]<stdout>: rank (\d+)/(\d+) cross=(\d+)/(\d+) sum=(\S+) "
-                  r"store=(\S+) cycle=(\S+) autotune=(\S+) ib_disable=(\S+)$")
-
-
-def reports(stdout):
-    found = {}
-    for line in stdout.splitlines():
-        match = LINE.search(line)
-        if match:
-            found[int(match.group(1))] = match.groups()[1:]
-    return found
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 def job(np_):
     return [sys.executable, worker("workers/horovod_job.py")]
