@@ -232,3 +232,15 @@ def test_short_range_form_and_minus_h_ranges():
                                                            "10.0.0.4:3"]
     assert [h.name for h in hosts.parse_hosts_argument("a,10.1.1.1-10.1.1.2")] == [
         "a", "10.1.1.1", "10.1.1.2"]
+
+
+def test_cluster_under_mpi_has_no_master_host(tmp_path):
+    config = write(tmp_path, """
+        controller: mpi
+        cluster:
+          - master: node-a
+            workers: node-b
+    """)
+    settings = parse("--config-file", config, "-p", "2222", "x")
+    assert settings.mpi and settings.master_host is None
+    assert settings.hosts == "node-a,node-b" and settings.ssh_port == 2222

@@ -28,6 +28,8 @@ ignores them silently, which hides typos).
 from . import hosts
 from .errors import UsageError
 
+CLUSTER_MASTER = "cluster_master"
+
 # section -> {key in the section: (flat setting, True when the value is inverted)}
 _SECTIONS = {
     "params": {
@@ -126,8 +128,8 @@ def _cluster(groups, path):
 def flatten(data, path):
     """The config file's settings with Horovod's sections and `cluster` made flat.
 
-    Keys come back with underscores. The cluster's first master is the master host unless
-    the file names one itself.
+    Keys come back with underscores. The cluster's first master comes back as
+    CLUSTER_MASTER: the master host of a Gloo job unless a master host is named.
     """
     flat = {}
     cluster = None
@@ -147,5 +149,5 @@ def flatten(data, path):
                 raise UsageError("config file %s: %s is set twice" % (path, setting))
         flat.update(part)
     if cluster is not None:
-        flat.setdefault("master_host", cluster["master_host"])
+        flat[CLUSTER_MASTER] = cluster["master_host"]
     return flat

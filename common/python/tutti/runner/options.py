@@ -26,6 +26,7 @@ _DEFAULTS = {
     "network_interface": None,  # one name, or several joined by commas
     "master_host": None,
     "master_port": None,
+    "cluster_master": None,  # the config file's first cluster master: Gloo's default -hm
     "short_port": None,  # -p: the master port with a master host, else the ssh port
     "start_timeout": None,
     "tcp": False,
@@ -243,7 +244,10 @@ def read_config_file(parser, path):
     """Settings from a YAML config file, keyed by settings attribute."""
     actions = _config_actions(parser)
     settings = {}
-    for key, value in config_sections.flatten(_load_yaml(path), path).items():
+    flat = config_sections.flatten(_load_yaml(path), path)
+    if config_sections.CLUSTER_MASTER in flat:
+        settings[config_sections.CLUSTER_MASTER] = flat.pop(config_sections.CLUSTER_MASTER)
+    for key, value in flat.items():
         name = str(key).replace("-", "_").lstrip("_")
         action = actions.get(name)
         if action is None:
@@ -256,6 +260,8 @@ def read_config_file(parser, path):
 
 def _resolve_ports(merged):
     """Gives -p its meaning and checks the master host's settings."""
+    if not merged["master_host"] and not merged["mpi"]:
+        merged["master_host"] = merged["cluster_master"]
     if merged["short_port"] is not None:
         target = "master_port" if merged["master_host"] else "ssh_port"
         if merged[target] not in (None, merged["short_port"]):
