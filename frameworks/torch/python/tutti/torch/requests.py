@@ -96,7 +96,10 @@ def poll(handle):
 
 def synchronize(handle):
     """Waits for the request behind `handle` and returns its result; raises the request's
-    error if it failed. A handle can be synchronized once."""
+    error if it failed. A handle can be synchronized once. sparse_allreduce_async's handle
+    is a function, as in Horovod: synchronize() calls it."""
+    if callable(handle):
+        return handle()
     try:
         while not call(ops.wait, handle, _WAIT_SLICE_SECONDS):
             pass
