@@ -28,3 +28,17 @@ def _run(script, controller, size, env=None, timeout=240):
 @pytest.mark.parametrize("controller", CONTROLLERS)
 def test_checkpoint_resume_with_every_optimizer(controller, size):
     _assert_ok(_run("checkpoint_resume.py", controller, size), size)
+
+
+@pytest.mark.parametrize("cache", ["on", "off"])
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_integer_averages_with_join_as_horovod(controller, size, cache):
+    env = {"TUTTI_CACHE_CAPACITY": "1024" if cache == "on" else "0"}
+    _assert_ok(_run("integer_averages.py", controller, size, env=env), size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_horovod_api_and_behaviour(controller, size):
+    _assert_ok(_run("horovod_api.py", controller, size), size)

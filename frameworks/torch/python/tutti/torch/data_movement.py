@@ -2,7 +2,7 @@
 synchronous (differentiable) and asynchronous, with Horovod's signatures."""
 
 import torch
-from tutti.common.basics import Average
+from tutti.common.basics import Average, Sum
 from tutti.common.process_sets import global_process_set
 
 from . import requests
