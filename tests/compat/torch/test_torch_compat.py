@@ -42,3 +42,10 @@ def test_integer_averages_with_join_as_horovod(controller, size, cache):
 @pytest.mark.parametrize("controller", CONTROLLERS)
 def test_horovod_api_and_behaviour(controller, size):
     _assert_ok(_run("horovod_api.py", controller, size), size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_a_deadlock_ends_in_an_error_naming_tensors_and_ranks(controller, size):
+    env = {"TUTTI_STALL_CHECK_TIME_SECONDS": "2"}
+    _assert_ok(_run("deadlock.py", controller, size, env=env, timeout=120), size)
