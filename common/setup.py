@@ -106,7 +106,7 @@ setup(
     ext_modules=[Extension("tutti.common.libtutti_core",
                            sources=sorted(glob.glob("src/*.cc") + glob.glob("src/*/*.cc")))],
     cmdclass={"build_ext": BuildCore, "build_py": BuildPy},
-    install_requires=["numpy", "pyyaml"],
+    install_requires=["numpy", "pyyaml", "cloudpickle"],
     entry_points={"console_scripts": ["tuttirun = tutti.runner.launch:main"]},
     zip_safe=False,
 )

@@ -306,6 +306,25 @@ void Context::Announce(ResponseList* responses) {
     }
   }
   if (!config_.stall_check_disabled &&
+      coordinator_.Deadlocked(Seconds(config_.stall_check_seconds))) {
+    // Every rank waits for requests the others have not made, and nothing new came for the
+    // stall check time: fail them all with the whole picture instead of waiting forever.
+    std::string list;
+    for (const std::string& item : coordinator_.Stalled(std::chrono::seconds(0))) {
+      list += (list.empty() ? "" : "; ") + item;
+    }
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", config_.stall_check_seconds);
+    const std::string why =
+        std::string("deadlock: every rank is waiting for requests the others have not "
+                    "submitted, and none submitted anything for ") + seconds +
+        " s (TUTTI_STALL_CHECK_TIME_SECONDS; TUTTI_STALL_CHECK_DISABLE=1 turns this off). "
+        "Waiting: " + list;
+    for (Response& failed : coordinator_.FailAllWaiting(why)) {
+      responses->responses.push_back(std::move(failed));
+    }
+  }
+  if (!config_.stall_check_disabled &&
       now - last_stall_report_ >= Seconds(config_.stall_check_seconds)) {
     std::vector<std::string> stalled = coordinator_.Stalled(Seconds(config_.stall_check_seconds));
     if (!stalled.empty()) {

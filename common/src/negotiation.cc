@@ -18,6 +18,7 @@ Coordinator::Coordinator(int size, const ProcessSetRegistry* sets)
     : size_(size), sets_(sets), joined_(size, false) {}
 
 void Coordinator::Submit(int rank, const RequestMeta& request) {
+  last_submission_ = std::chrono::steady_clock::now();
   if (request.collective == Collective::kJoin) {
     joined_[rank] = true;
     last_joined_ = rank;
@@ -178,6 +179,48 @@ std::vector<Response> Coordinator::FailStalled(std::chrono::steady_clock::durati
     response.error = std::string(CollectiveName(first->collective)) + " of tensor '" + it->first +
                      "': waited more than " + std::to_string(seconds) + " s for " +
                      RankList(missing) + " to submit it (TUTTI_STALL_SHUTDOWN_TIME_SECONDS)";
+    failed.push_back(std::move(response));
+    it = table_.erase(it);
+  }
+  return failed;
+}
+
+bool Coordinator::Deadlocked(std::chrono::steady_clock::duration quiet) const {
+  if (std::chrono::steady_clock::now() - last_submission_ < quiet) return false;
+  std::vector<bool> waiting(size_, false);
+  bool any = false;
+  for (const auto& item : table_) {
+    if (item.second.ready) continue;
+    for (int r = 0; r < size_; ++r) {
+      if (item.second.submitted[r]) waiting[r] = any = true;
+    }
+  }
+  if (!any) return false;
+  for (int r = 0; r < size_; ++r) {
+    if (!waiting[r] && !joined_[r]) return false;
+  }
+  return true;
+}
+
+std::vector<Response> Coordinator::FailAllWaiting(const std::string& why) {
+  std::vector<Response> failed;
+  for (auto it = table_.begin(); it != table_.end();) {
+    const Entry& entry = it->second;
+    if (entry.ready) {
+      ++it;
+      continue;
+    }
+    const RequestMeta* first = nullptr;
+    for (int r = 0; r < size_ && first == nullptr; ++r) {
+      if (entry.submitted[r]) first = &entry.by_rank[r];
+    }
+    Response response;
+    response.kind = Response::Kind::kError;
+    response.collective = first->collective;
+    response.process_set = first->process_set;
+    response.names.push_back(it->first);
+    response.error =
+        std::string(CollectiveName(first->collective)) + " of tensor '" + it->first + "': " + why;
     failed.push_back(std::move(response));
     it = table_.erase(it);
   }

@@ -44,6 +44,17 @@ class Coordinator {
   // forgotten.
   std::vector<Response> FailStalled(std::chrono::steady_clock::duration age);
 
+  // True when the job is deadlocked: every rank that has not joined has submitted at least
+  // one name that still waits for other ranks, and no rank has submitted anything for
+  // `quiet`. Each rank then waits for requests the others have not made, and none makes
+  // progress (a rank computing that long between an asynchronous submission and the next
+  // one is the only false positive; the stall settings turn the check off or lengthen it).
+  bool Deadlocked(std::chrono::steady_clock::duration quiet) const;
+
+  // Fails every name that still waits, each with `why` appended to its error; for a
+  // deadlock. The names are forgotten.
+  std::vector<Response> FailAllWaiting(const std::string& why);
+
   // When the oldest name still waiting was first seen (now when none waits).
   std::chrono::steady_clock::time_point OldestPending() const;
 
@@ -71,6 +82,7 @@ class Coordinator {
   std::vector<bool> joined_;
   int32_t last_joined_ = -1;
   std::string join_name_;
+  std::chrono::steady_clock::time_point last_submission_ = std::chrono::steady_clock::now();
 };
 
 // Describes how the ranks' requests for one name differ, e.g.

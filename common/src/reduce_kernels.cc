@@ -7,45 +7,48 @@
 namespace tutti {
 namespace {
 
+// C++'s conversion of a double to an integer (truncation toward zero, as Horovod's
+// `output = scale * input` does), made total: NaN gives 0 and values beyond the type's range
+// saturate instead of being undefined. int64's bounds are not exact in double, so the
+// comparison clamps at or beyond them.
 template <typename T>
-T RoundToInteger(double value) {
+T TruncateToInteger(double value) {
   if (std::isnan(value)) return 0;
-  // Compare in double against the type's range; the bounds of int64 are not exact in double,
-  // so clamp at or beyond them before converting.
   const double lo = static_cast<double>(std::numeric_limits<T>::min());
   const double hi = static_cast<double>(std::numeric_limits<T>::max());
-  double rounded = std::round(value);
-  if (rounded <= lo) return std::numeric_limits<T>::min();
-  if (rounded >= hi) return std::numeric_limits<T>::max();
-  return static_cast<T>(rounded);
+  if (value <= lo) return std::numeric_limits<T>::min();
+  if (value >= hi) return std::numeric_limits<T>::max();
+  return static_cast<T>(value);
 }
 
+// x * scale in the arithmetic Horovod 0.28.1 uses per dtype (see reduce_kernels.h).
 template <typename Kind, typename Storage>
 struct Scaler {
-  static Storage Apply(Storage x, double factor, int divisor) {
-    const double scaled = static_cast<double>(x) * factor / divisor;
+  static Storage Apply(Storage x, double scale) {
     if constexpr (std::is_integral<Storage>::value) {
-      return RoundToInteger<Storage>(scaled);
+      return TruncateToInteger<Storage>(scale * static_cast<double>(x));
+    } else if constexpr (std::is_same<Storage, float>::value) {
+      return static_cast<float>(scale) * x;
     } else {
-      return static_cast<Storage>(scaled);
+      return scale * x;
     }
   }
 };
 template <>
 struct Scaler<Float16Tag, uint16_t> {
-  static uint16_t Apply(uint16_t x, double factor, int divisor) {
-    return FloatToHalf(static_cast<float>(HalfToFloat(x) * factor / divisor));
+  static uint16_t Apply(uint16_t x, double scale) {
+    return FloatToHalf(static_cast<float>(scale) * HalfToFloat(x));
   }
 };
 template <>
 struct Scaler<BFloat16Tag, uint16_t> {
-  static uint16_t Apply(uint16_t x, double factor, int divisor) {
-    return FloatToBFloat16(static_cast<float>(BFloat16ToFloat(x) * factor / divisor));
+  static uint16_t Apply(uint16_t x, double scale) {
+    return FloatToBFloat16(static_cast<float>(scale) * BFloat16ToFloat(x));
   }
 };
 template <>
 struct Scaler<BoolTag, uint8_t> {
-  static uint8_t Apply(uint8_t x, double, int) { return x; }  // rejected by CheckReduction
+  static uint8_t Apply(uint8_t x, double) { return x; }  // rejected by CheckReduction
 };
 
 }  // namespace
@@ -86,22 +89,15 @@ void ReduceInto(tutti_dtype dtype, tutti_reduce_op op, void* inout, const void* 
 
 void ScaleInPlace(tutti_dtype dtype, void* data, size_t count, double factor, int divisor) {
   if (factor == 1.0 && divisor == 1) return;
-  // The common case (gradients averaged in float32) as one multiplication per element, which
-  // vectorises; a division per element costs several times the allreduce itself.
-  if (dtype == TUTTI_FLOAT32) {
-    const double multiplier = factor / divisor;
-    float* values = static_cast<float*>(data);
-    for (size_t i = 0; i < count; ++i) {
-      values[i] = static_cast<float>(static_cast<double>(values[i]) * multiplier);
-    }
-    return;
-  }
+  // One factor, divided once (Horovod divides the postscale factor by the set size), then
+  // one multiplication per element, which vectorises.
+  const double scale = divisor == 1 ? factor : factor / divisor;
   DispatchDtype(dtype, [&](auto d) {
     using Info = DtypeInfo<decltype(d)::value>;
     using Storage = typename Info::Storage;
     Storage* values = static_cast<Storage*>(data);
     for (size_t i = 0; i < count; ++i) {
-      values[i] = Scaler<typename Info::Kind, Storage>::Apply(values[i], factor, divisor);
+      values[i] = Scaler<typename Info::Kind, Storage>::Apply(values[i], scale);
     }
   });
 }

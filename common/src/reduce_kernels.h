@@ -6,11 +6,14 @@
 // - Integers wrap around on overflow (two's complement), as MPI does.
 // - bool: SUM and MAX are logical or, MIN and PRODUCT logical and; results are 0 or 1.
 // - Floating-point MIN/MAX propagate NaN.
-// - Scaling (prescale, postscale, AVERAGE) is computed in double: value * factor / divisor
-//   (float32: value * (factor / divisor), which rounds the same but for rare double-rounding).
-//   Floats round to the dtype; integers round to nearest with ties away from zero and saturate
-//   at the dtype's range (NaN becomes 0). int64 values beyond 2^53 lose precision when scaled,
-//   so a factor of exactly 1 with divisor 1 leaves the buffer untouched.
+// - Scaling (prescale before the reduction on each rank; postscale, with AVERAGE's division by
+//   the set size folded into it, after) gives Horovod 0.28.1's results bit for bit: the scale
+//   is factor / divisor in double; integers are multiplied in double and truncated toward
+//   zero (so an int32 average of -3 over 2 ranks is -1), saturating at the dtype's range
+//   (NaN becomes 0) where Horovod's conversion is undefined; float16, bfloat16 and float32
+//   multiply by the scale rounded to float, in float; float64 in double. int64 values beyond
+//   2^53 lose precision when scaled, so a factor of exactly 1 with divisor 1 leaves the
+//   buffer untouched.
 #ifndef TUTTI_SRC_REDUCE_KERNELS_H_
 #define TUTTI_SRC_REDUCE_KERNELS_H_
 
@@ -31,7 +34,7 @@ Status CheckReduction(tutti_dtype dtype, tutti_reduce_op op, double prescale, do
 // by scaling, done by the caller).
 void ReduceInto(tutti_dtype dtype, tutti_reduce_op op, void* inout, const void* in, size_t count);
 
-// data[i] = data[i] * factor / divisor, rounded as described above.
+// data[i] = (factor / divisor) * data[i], in the arithmetic described above.
 void ScaleInPlace(tutti_dtype dtype, void* data, size_t count, double factor, int divisor = 1);
 
 // ---- typed kernels, shared with transports that need a plain function per (dtype, op) ----

@@ -7,9 +7,10 @@ Status RequestQueue::Enqueue(PendingOp op) {
   if (closed_) return close_reason_;
   const std::string name = op.meta.name;
   if (in_flight_.count(name) != 0) {
-    return Status::Precondition("a request named '" + name +
-                                "' is already in flight; names must be unique among pending "
-                                "requests (wait for the first one before resubmitting)");
+    // InvalidArgument, as Horovod reports a duplicate name (a ValueError in Python).
+    return Status::InvalidArgument("a request named '" + name +
+                                   "' is already in flight; names must be unique among pending "
+                                   "requests (wait for the first one before resubmitting)");
   }
   in_flight_.emplace(name, std::move(op));
   new_names_.push_back(name);

@@ -120,6 +120,33 @@ TEST(NegotiationTest, StalledListsMissingRanks) {
   EXPECT_TRUE(c.Stalled(std::chrono::hours(1)).empty());
 }
 
+TEST(NegotiationTest, DeadlockNeedsEveryRankWaitingAndQuiet) {
+  Coordinator c(3);
+  c.Submit(0, Allreduce("a"));  // ranks 0 and 1 wait for each other's names
+  c.Submit(1, Allreduce("b"));
+  EXPECT_FALSE(c.Deadlocked(std::chrono::seconds(0)));  // rank 2 waits for nothing
+  c.Submit(2, Allreduce("a"));
+  EXPECT_TRUE(c.Deadlocked(std::chrono::seconds(0)));
+  EXPECT_FALSE(c.Deadlocked(std::chrono::hours(1)));  // a submission came just now
+  std::vector<Response> failed = c.FailAllWaiting("deadlock: x");
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_EQ(failed[0].kind, Response::Kind::kError);
+  EXPECT_EQ(failed[0].error, "allreduce of tensor 'a': deadlock: x");
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_FALSE(c.Deadlocked(std::chrono::seconds(0)));  // nothing waits any more
+}
+
+TEST(NegotiationTest, JoinedRanksDoNotCountAsRunning) {
+  Coordinator c(2);
+  c.Submit(0, Allreduce("a"));
+  EXPECT_FALSE(c.Deadlocked(std::chrono::seconds(0)));
+  RequestMeta join;
+  join.name = "join";
+  join.collective = Collective::kJoin;
+  c.Submit(1, join);  // "a" is ready now: rank 1 contributes zeros
+  EXPECT_FALSE(c.Deadlocked(std::chrono::seconds(0)));
+}
+
 TEST(NegotiationTest, SingleRank) {
   Coordinator c(1);
   c.Submit(0, Allreduce("solo"));

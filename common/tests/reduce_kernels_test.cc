@@ -119,6 +119,18 @@ TEST(ReduceKernelsTest, BFloat16UsesFloat32PerStep) {
   EXPECT_EQ(Reduce(TUTTI_BFLOAT16, TUTTI_REDUCE_MAX, bf({3, -2}), bf({5, 0.5})), bf({5, 0.5}));
 }
 
+TEST(ReduceKernelsTest, ScaleFloat32MultipliesByTheFloatScale) {
+  // Horovod 0.28.1 rounds the scale to float and multiplies in float: 9 * float(0.1) is
+  // 0.90000004f, where double arithmetic rounded once would give 0.9f.
+  std::vector<float> f = {9};
+  ScaleInPlace(TUTTI_FLOAT32, f.data(), 1, 0.1);
+  EXPECT_EQ(f[0], 9.0f * static_cast<float>(0.1));
+  EXPECT_NE(f[0], 0.9f);
+  std::vector<uint16_t> h = Halves({9});
+  ScaleInPlace(TUTTI_FLOAT16, h.data(), 1, 0.1);
+  EXPECT_EQ(h, Halves({9.0f * static_cast<float>(0.1)}));
+}
+
 TEST(ReduceKernelsTest, ScaleFloats) {
   std::vector<float> f = {1, 3, -5};
   ScaleInPlace(TUTTI_FLOAT32, f.data(), f.size(), 0.5);
@@ -136,10 +148,18 @@ TEST(ReduceKernelsTest, ScaleFloats) {
   EXPECT_EQ(BFloat16ToFloat(b[0]), 6.0f);
 }
 
-TEST(ReduceKernelsTest, ScaleIntegersRoundsHalfAwayFromZeroAndSaturates) {
-  std::vector<int32_t> i = {5, -5, 7, 1};
-  ScaleInPlace(TUTTI_INT32, i.data(), i.size(), 1.0, 2);  // 2.5, -2.5, 3.5, 0.5
-  EXPECT_EQ(i, (std::vector<int32_t>{3, -3, 4, 1}));
+TEST(ReduceKernelsTest, ScaleIntegersTruncatesTowardZeroAndSaturates) {
+  // Horovod 0.28.1: (postscale / size) * x in double, converted to the integer type.
+  std::vector<int32_t> i = {5, -5, 7, 1, -3, 3, 5, -7};
+  ScaleInPlace(TUTTI_INT32, i.data(), i.size(), 1.0, 2);
+  EXPECT_EQ(i, (std::vector<int32_t>{2, -2, 3, 0, -1, 1, 2, -3}));
+  // The factor is divided first: 3 * (1.0 / 3) is 1 in double, 6 * (0.9 / 3) is 1.7999...
+  std::vector<int64_t> thirds = {3, -3, 6};
+  ScaleInPlace(TUTTI_INT64, thirds.data(), thirds.size(), 1.0, 3);
+  EXPECT_EQ(thirds, (std::vector<int64_t>{1, -1, 2}));
+  std::vector<int16_t> pre = {7, -7};
+  ScaleInPlace(TUTTI_INT16, pre.data(), pre.size(), 0.3);  // 2.1, -2.1
+  EXPECT_EQ(pre, (std::vector<int16_t>{2, -2}));
   std::vector<uint8_t> u = {200, 10};
   ScaleInPlace(TUTTI_UINT8, u.data(), u.size(), 2.0);
   EXPECT_EQ(u, (std::vector<uint8_t>{255, 20}));

@@ -50,7 +50,7 @@ def expected(scenario, rank, size):
         "mismatch_group_size": mismatch % ("allreduce", "m.group")
         + "number of tensors differs: 2 on rank 0; 1 on %s; shape differs: [2], [2] on rank 0; "
         "[2] on %s" % (others(size), others(size)),
-        "duplicate_name": "PreconditionError: a request named 'dup' is already in flight; names "
+        "duplicate_name": "InvalidArgumentError: a request named 'dup' is already in flight; names "
         "must be unique among pending requests (wait for the first one before resubmitting)"
         if rank == 0 else "ok",
         "synchronize_timeout": "TimeoutError: request 'late' did not complete within 0.2 "

@@ -58,8 +58,9 @@ def make_input(name, op, shape, case, rank):
     return np.asarray(values).astype(numpy_dtype(name))
 
 
-def round_half_away(values):
-    return np.sign(values) * np.floor(np.abs(values) + 0.5)
+def truncate(values):
+    """Integers are scaled in float64 and truncated toward zero, as in Horovod 0.28.1."""
+    return np.trunc(values)
 
 
 def reduce_reference(name, op, inputs, prescale=1.0, postscale=1.0, divisor=None):
@@ -71,9 +72,9 @@ def reduce_reference(name, op, inputs, prescale=1.0, postscale=1.0, divisor=None
         return (stack.any(axis=0) if either else stack.all(axis=0)).astype(np.bool_)
     stack = np.stack([x.astype(np.float64) for x in inputs])
     if prescale != 1.0:
-        stack = stack * prescale
+        stack = prescale * stack
         if not is_float(name):
-            stack = round_half_away(stack)
+            stack = truncate(stack)
     if op in (hvd.Sum, hvd.Average):
         result = stack.sum(axis=0)
     elif op == hvd.Min:
@@ -87,9 +88,9 @@ def reduce_reference(name, op, inputs, prescale=1.0, postscale=1.0, divisor=None
     else:
         divisor = 1
     if divisor != 1 or postscale != 1.0:
-        result = result * postscale / divisor
+        result = (postscale / divisor) * result
         if not is_float(name):
-            result = round_half_away(result)
+            result = truncate(result)
     return result.astype(numpy_dtype(name))
 
 

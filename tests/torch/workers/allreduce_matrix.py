@@ -36,8 +36,9 @@ def make_input(dtype, op, shape, case, rank):
     return values.to(dtype)
 
 
-def round_half_away(values):
-    return torch.sign(values) * torch.floor(values.abs() + 0.5)
+def truncate(values):
+    """Integers are scaled in float64 and truncated toward zero, as in Horovod 0.28.1."""
+    return torch.trunc(values)
 
 
 def reference(dtype, op, inputs, prescale=1.0, postscale=1.0):
@@ -47,9 +48,9 @@ def reference(dtype, op, inputs, prescale=1.0, postscale=1.0):
         return stack.any(dim=0) if op in (hvd.Sum, hvd.Max) else stack.all(dim=0)
     stack = torch.stack([x.to(torch.float64) for x in inputs])
     if prescale != 1.0:
-        stack = stack * prescale
+        stack = prescale * stack
         if dtype not in TOLERANCE:
-            stack = round_half_away(stack)
+            stack = truncate(stack)
     if op in (hvd.Sum, hvd.Average):
         result = stack.sum(dim=0)
     elif op == hvd.Min:
@@ -60,9 +61,9 @@ def reference(dtype, op, inputs, prescale=1.0, postscale=1.0):
         result = stack.prod(dim=0)
     divisor = len(inputs) if op == hvd.Average else 1
     if divisor != 1 or postscale != 1.0:
-        result = result * postscale / divisor
+        result = (postscale / divisor) * result
         if dtype not in TOLERANCE:
-            result = round_half_away(result)
+            result = truncate(result)
     return result.to(dtype)
 
 

@@ -181,8 +181,8 @@ def process_sets(check):
                     torch.cat([torch.full((2,), float(r + 1)) for r in members]))
         check.check("set.broadcast", hvd.broadcast(mine, 0, process_set=head),
                     torch.full((2,), 1.0))
-        output, received = hvd.alltoall(torch.arange(len(members), dtype=torch.float32),
-                                        process_set=head)
+        output = hvd.alltoall(torch.arange(len(members), dtype=torch.float32),
+                              process_set=head)
         check.check("set.alltoall", output, torch.full((len(members),), float(head.rank())))
         part = hvd.reducescatter(torch.ones(len(members), 2), op=hvd.Sum, process_set=head)
         check.check("set.reducescatter", part, torch.full((1, 2), float(len(members))))
@@ -241,8 +241,9 @@ def gradients(check):
         (y * weights[rank]).sum().backward()
         expected = mean_weight if rank == root else 0.0
         check.check("grad.broadcast.%d" % root, x.grad, torch.full((3,), expected))
-    # reducescatter: the gather of the output gradients (divided by size for Average)
-    for op, factor in ((hvd.Sum, 1.0), (hvd.Average, 1.0 / size)):
+    # reducescatter, as Horovod 0.28.1 defines its gradient: the gather of the output
+    # gradients, times the set size for Sum
+    for op, factor in ((hvd.Sum, float(size)), (hvd.Average, 1.0)):
         x = torch.ones(size, 2, requires_grad=True)
         y = hvd.reducescatter(x, op=op)
         (y * weights[rank]).sum().backward()
@@ -257,7 +258,7 @@ def gradients(check):
     check.check("grad.grouped_allreduce.b", b.grad, torch.full((3,), float(size)))
     # alltoall: the gradient goes back to where each row came from
     x = torch.ones(size, 2, requires_grad=True)
-    y, _ = hvd.alltoall(x)
+    y = hvd.alltoall(x)  # without splits Horovod returns the tensor alone
     (y * torch.arange(size, dtype=torch.float32).view(size, 1)).sum().backward()
     check.check("grad.alltoall", x.grad, torch.full((size, 2), float(rank)))
 
@@ -284,9 +285,9 @@ def gradients_more(check):
         x = torch.ones(size, 2, dtype=dtype, requires_grad=True)
         (hvd.reducescatter(x, op=hvd.Sum) * weights[rank]).sum().backward()
         check.check(label + ".reducescatter", x.grad,
-                    torch.tensor(weights, dtype=dtype).repeat_interleave(2).view(size, 2))
+                    torch.tensor(weights, dtype=dtype).repeat_interleave(2).view(size, 2) * size)
         x = torch.ones(size, 2, dtype=dtype, requires_grad=True)
-        y, _ = hvd.alltoall(x)
+        y = hvd.alltoall(x)
         (y * torch.arange(size, dtype=dtype).view(size, 1)).sum().backward()
         check.check(label + ".alltoall", x.grad, torch.full((size, 2), float(rank), dtype=dtype))
     # grouped reducescatter: each tensor's gradient is its own gather
@@ -295,8 +296,8 @@ def gradients_more(check):
     pa, pb = hvd.grouped_reducescatter([a, b], op=hvd.Sum)
     (pa.sum() * weights[rank] + pb.sum() * 3.0).backward()
     check.check("grad2.grouped_reducescatter.a", a.grad,
-                torch.tensor(weights).repeat_interleave(2).view(size, 2))
-    check.check("grad2.grouped_reducescatter.b", b.grad, torch.full((size + 1,), 3.0))
+                torch.tensor(weights).repeat_interleave(2).view(size, 2) * size)
+    check.check("grad2.grouped_reducescatter.b", b.grad, torch.full((size + 1,), 3.0 * size))
     # scale factors apply to the gradient as they do to the value
     x = torch.ones(2, requires_grad=True)
     (hvd.allreduce(x, op=hvd.Sum, prescale_factor=2.0, postscale_factor=0.5)

@@ -77,7 +77,7 @@ def name_reused_in_flight():
     reuses the name."""
     if hvd.rank() == 0:
         first = hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum)
-        expect("duplicate_name", hvd.PreconditionError,
+        expect("duplicate_name", ValueError,
                lambda: hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum), "dup")
     else:
         time.sleep(0.5)

@@ -10,6 +10,7 @@ __version__ = "0.1.0"
 from .core import library_path
 from .exceptions import (
     AbortedError,
+    HorovodInternalError,
     InternalError,
     InvalidArgumentError,
     NotInitializedError,
@@ -19,6 +20,7 @@ from .exceptions import (
 )
 from .basics import (
     DTYPE,
+    Adasum,
     Average,
     Max,
     Min,
@@ -26,13 +28,16 @@ from .basics import (
     ReduceOp,
     Sum,
     background_thread_id,
+    ccl_built,
     controller,
     cross_rank,
     cross_size,
     cuda_built,
+    ddl_built,
     gloo_built,
     gloo_enabled,
     init,
+    is_homogeneous,
     is_initialized,
     local_rank,
     local_size,
@@ -41,6 +46,7 @@ from .basics import (
     mpi_threads_supported,
     nccl_built,
     rank,
+    rocm_built,
     shutdown,
     size,
 )
@@ -71,6 +77,10 @@ __all__ = [
     "gloo_built",
     "nccl_built",
     "cuda_built",
+    "rocm_built",
+    "ccl_built",
+    "ddl_built",
+    "is_homogeneous",
     "mpi_enabled",
     "gloo_enabled",
     "mpi_threads_supported",
@@ -80,6 +90,7 @@ __all__ = [
     "ReduceOp",
     "Average",
     "Sum",
+    "Adasum",
     "Min",
     "Max",
     "Product",
@@ -94,4 +105,5 @@ __all__ = [
     "UnsupportedError",
     "AbortedError",
     "InternalError",
+    "HorovodInternalError",
 ]

@@ -5,24 +5,56 @@ import enum
 import warnings
 
 from . import core
-from .exceptions import NotInitializedError
+from .exceptions import InvalidArgumentError, NotInitializedError, UnsupportedError
 
 
 class ReduceOp(enum.IntEnum):
-    """Reduction applied by allreduce; the values are tutti_reduce_op of the C ABI."""
+    """Reduction applied by allreduce, with Horovod 0.28.1's numeric values (scripts
+    compare and store them). The C ABI numbers them differently; core_reduce_op() is the
+    one place that translates."""
 
     Average = 0
     Sum = 1
-    Min = 2
-    Max = 3
-    Product = 4
+    Adasum = 2
+    Min = 3
+    Max = 4
+    Product = 5
 
 
 Average = ReduceOp.Average
 Sum = ReduceOp.Sum
+Adasum = ReduceOp.Adasum
 Min = ReduceOp.Min
 Max = ReduceOp.Max
 Product = ReduceOp.Product
+
+# ReduceOp -> tutti_reduce_op of the C ABI (include/tutti/c_api.h).
+_CORE_REDUCE_OP = {
+    ReduceOp.Average: 0,
+    ReduceOp.Sum: 1,
+    ReduceOp.Min: 2,
+    ReduceOp.Max: 3,
+    ReduceOp.Product: 4,
+}
+_FROM_CORE_REDUCE_OP = {code: op for op, code in _CORE_REDUCE_OP.items()}
+
+
+def core_reduce_op(op):
+    """The C ABI's tutti_reduce_op code for `op` (a ReduceOp or its Horovod value). Every
+    frontend passes reductions to the core through this function."""
+    code = _CORE_REDUCE_OP.get(op)
+    if code is None:
+        if op == ReduceOp.Adasum:
+            raise UnsupportedError("op=Adasum is not supported by this build of the tutti "
+                                   "core; use op=Average or op=Sum")
+        raise InvalidArgumentError(
+            "op must be one of %s; got %r" % (", ".join("hvd." + o.name for o in ReduceOp), op))
+    return code
+
+
+def reduce_op_from_core(code):
+    """The ReduceOp for a C ABI tutti_reduce_op code (inverse of core_reduce_op)."""
+    return _FROM_CORE_REDUCE_OP[int(code)]
 
 # Element type name -> tutti_dtype code of the C ABI.
 DTYPE = {
@@ -50,32 +82,73 @@ def session():
     return _session
 
 
-def init(process_sets=None):
+def init(comm=None, process_sets=None):
     """Starts tutti in this process: reads the TUTTI_* environment, connects to the other
     ranks (MPI under mpirun, Gloo under tuttirun, alone otherwise) and starts the core's
     background thread.
 
-    process_sets: ProcessSets (or lists of global ranks) to register right after the core
-    starts, the same on every rank; they stay registered until shutdown(). Calling init()
-    again while initialized only registers the given sets that are not registered yet.
-    Returns the registered ProcessSets, in the order given (lists become ProcessSets). A
-    failure raises the core's error; an init() that started the core and then failed to
-    register a set shuts the core down again.
+    comm: as in Horovod, an mpi4py communicator or a list of global ranks that the job
+    runs on. tutti runs on every process of the launch, so it must cover all of them (a
+    smaller group: register a ProcessSet instead); None means all.
+    process_sets: ProcessSets (lists of global ranks or mpi4py communicators) to register
+    right after the core starts, the same on every rank; they stay registered until
+    shutdown(). "dynamic" (Horovod's switch for add_process_set at run time) registers
+    none: in tutti sets can always be added at run time. Calling init() again while
+    initialized only registers the given sets that are not registered yet.
+    Returns the registered ProcessSets, in the order given. A failure raises the core's
+    error; an init() that started the core and then failed to register a set shuts the
+    core down again.
     """
     global _session
     from . import process_sets as sets
 
+    if isinstance(process_sets, str):
+        if process_sets != "dynamic":
+            raise InvalidArgumentError(
+                'process_sets must be a list of ProcessSets or "dynamic", got %r' % process_sets)
+        process_sets = None
     wanted = sets.normalized_list(process_sets)  # bad arguments fail before connecting
+    comm_ranks = sets.comm_ranks(comm) if comm is not None else None
     started = not core.lib.tutti_is_initialized()
     if started:
         core.check(core.lib.tutti_init())
         _session += 1
     try:
+        if comm_ranks is not None and comm_ranks != list(range(size())):
+            raise UnsupportedError(
+                "init(comm=...) got a communicator of ranks %s, but this job has %d processes: "
+                "tutti runs on every process it was launched with. Launch only the processes "
+                "that should train, or pass comm=None and run collectives on "
+                "ProcessSet(comm) (add_process_set) instead" % (comm_ranks, size()))
+        if started:
+            _learn_homogeneity()
         return sets.register_static(wanted)
     except Exception:
         if started:
             core.lib.tutti_shutdown()
         raise
+
+
+# Whether every host runs the same number of ranks; learned by init() (collective).
+_homogeneous = None
+
+
+def _learn_homogeneity():
+    global _homogeneous
+    import numpy
+
+    from tutti.numpy import data_movement  # tutti.numpy builds on this module
+
+    local_sizes = data_movement.allgather(numpy.array([local_size()], dtype=numpy.int32),
+                                          name="tutti.init.local_sizes")
+    _homogeneous = bool((local_sizes == local_sizes[0]).all())
+
+
+def is_homogeneous():
+    """True if every host of the job runs the same number of ranks (Horovod's
+    is_homogeneous); decided once by init() and the same on every rank."""
+    rank()  # raises NotInitializedError before init()
+    return _homogeneous
 
 
 def shutdown():
@@ -167,6 +240,21 @@ def cuda_built():
     return _built("cuda")
 
 
+def rocm_built():
+    """False: tutti has no ROCm backend (Horovod's rocm_built)."""
+    return False
+
+
+def ccl_built():
+    """False: tutti has no oneCCL backend (Horovod's ccl_built)."""
+    return False
+
+
+def ddl_built():
+    """False: tutti has no IBM DDL backend (Horovod's ddl_built)."""
+    return False
+
+
 def mpi_threads_supported():
     """True when the job runs on MPI initialized with MPI_THREAD_MULTIPLE, so that the
     application may call MPI from several threads itself."""
@@ -208,5 +296,6 @@ def resolve_reduce_op(op=None, average=None):
         return ReduceOp(op)
     except ValueError:
         raise ValueError(
-            "op must be one of hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product; got %r" % (op,)
+            "op must be one of hvd.Average, hvd.Sum, hvd.Adasum, hvd.Min, hvd.Max, hvd.Product; "
+            "got %r" % (op,)
         ) from None

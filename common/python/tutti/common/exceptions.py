@@ -2,8 +2,15 @@
 
 Every failure reported by the core carries a `tutti_status`; each status has one exception
 class here, so callers can catch exactly the kind of failure they care about, or
-`TuttiError` for all of them.
+`TuttiError` for all of them. As in Horovod 0.28.1, a collective that failed (ranks
+disagree, a peer died, the transport broke) raises a `HorovodInternalError` (a RuntimeError),
+and a bad argument (including a name already in flight) a ValueError.
 """
+
+
+class HorovodInternalError(RuntimeError):
+    """A collective failed: the ranks disagreed about it, a peer failed, or the transport
+    broke. Horovod's name for it; elastic training restores the last commit on it."""
 
 
 class TuttiError(RuntimeError):
@@ -18,13 +25,14 @@ class NotInitializedError(TuttiError):
     status = 1
 
 
-class InvalidArgumentError(TuttiError):
-    """A bad dtype, reduction, shape, name or environment value."""
+class InvalidArgumentError(TuttiError, ValueError):
+    """A bad dtype, reduction, shape, name or environment value, or a name already in
+    flight (a ValueError, as in Horovod)."""
 
     status = 2
 
 
-class PreconditionError(TuttiError):
+class PreconditionError(TuttiError, HorovodInternalError):
     """The ranks disagree about a request (shape, dtype, op, ...), or a name is reused."""
 
     status = 3
@@ -36,13 +44,13 @@ class UnsupportedError(TuttiError):
     status = 4
 
 
-class AbortedError(TuttiError):
+class AbortedError(TuttiError, HorovodInternalError):
     """The job is shutting down or a peer failed; the request did not complete."""
 
     status = 5
 
 
-class InternalError(TuttiError):
+class InternalError(TuttiError, HorovodInternalError):
     """A transport failure or a defect in the core."""
 
     status = 6

@@ -14,16 +14,20 @@ None in between).
 
 import ctypes
 import numbers
+import sys
 
 from . import basics, core
 from .exceptions import InvalidArgumentError
 
 
 class ProcessSet:
-    """A set of global ranks. Create it with the ranks, then register it with
+    """A set of global ranks. Create it with the ranks (or, as in Horovod, an mpi4py
+    communicator: its processes' ranks in MPI_COMM_WORLD), then register it with
     add_process_set() or init(process_sets=[...]) before using it."""
 
     def __init__(self, ranks):
+        if _is_mpi_comm(ranks):
+            ranks = comm_ranks(ranks)
         self._ranks = _normalized_ranks(ranks)
         self._id = None
         self._session = None  # basics.session() at registration
@@ -42,7 +46,10 @@ class ProcessSet:
         return self._id
 
     def rank(self):
-        """This process's rank within the set; InvalidArgumentError if it is not a member."""
+        """This process's rank within the set; None while the set is not registered (as
+        in Horovod); InvalidArgumentError (a ValueError) if this process is not a member."""
+        if self.process_set_id is None:
+            return None
         set_id = self._registered_id()
         value = core.lib.tutti_process_set_rank(set_id)
         if value < 0:
@@ -53,7 +60,9 @@ class ProcessSet:
         return value
 
     def size(self):
-        """Number of ranks in the set."""
+        """Number of ranks in the set; None while it is not registered (as in Horovod)."""
+        if self.process_set_id is None:
+            return None
         set_id = self._registered_id()
         value = core.lib.tutti_process_set_size(set_id)
         if value < 0:
@@ -63,8 +72,8 @@ class ProcessSet:
         return value
 
     def included(self):
-        """True if this process is a member of the set."""
-        return core.lib.tutti_process_set_rank(self._registered_id()) >= 0
+        """True if this process is a member of the set, registered or not (as in Horovod)."""
+        return basics.rank() in self._ranks
 
     def __repr__(self):
         set_id = self.process_set_id
@@ -130,6 +139,34 @@ global_process_set = _GlobalProcessSet()
 
 # Sets registered in the running session, by id.
 _registered = {}
+
+
+def _is_mpi_comm(value):
+    comm_class = getattr(sys.modules.get("mpi4py.MPI"), "Comm", None)
+    return comm_class is not None and isinstance(value, comm_class)
+
+
+def comm_ranks(comm):
+    """The global ranks of the processes of `comm`: an mpi4py communicator (their ranks in
+    MPI_COMM_WORLD, which are tutti's ranks under mpirun) or a list of ranks."""
+    if not _is_mpi_comm(comm):
+        if isinstance(comm, (list, tuple, range)):
+            return _normalized_ranks(comm)
+        raise InvalidArgumentError(
+            "comm must be an mpi4py communicator or a list of ranks, got %s"
+            % type(comm).__name__)
+    from mpi4py import MPI
+
+    if comm == MPI.COMM_NULL:
+        raise InvalidArgumentError("comm is MPI.COMM_NULL: this process is not in it")
+    world = MPI.COMM_WORLD.Get_group()
+    group = comm.Get_group()
+    try:
+        ranks = MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
+    finally:
+        group.Free()
+        world.Free()
+    return sorted(int(r) for r in ranks)
 
 
 def _normalized_ranks(ranks):
@@ -200,13 +237,14 @@ def add_process_set(process_set):
 
 def remove_process_set(process_set):
     """Unregisters a process set; collective over every rank of the job, like
-    add_process_set(). Returns True."""
-    if process_set is global_process_set:
-        raise InvalidArgumentError("global_process_set cannot be removed")
+    add_process_set(). Returns True, or False (as Horovod does) for the global set and for
+    a set that is not registered; those calls do nothing."""
     if not isinstance(process_set, ProcessSet):
         raise InvalidArgumentError(
             "remove_process_set() needs a ProcessSet, got %s" % type(process_set).__name__
         )
+    if process_set is global_process_set or process_set.process_set_id is None:
+        return False
     set_id = process_set._registered_id()
     core.check(core.lib.tutti_remove_process_set(set_id))
     _registered.pop(set_id, None)

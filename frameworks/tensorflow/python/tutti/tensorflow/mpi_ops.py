@@ -9,7 +9,7 @@ collectives.py adds compression, sparse tensors, mixed dtypes and argument check
 
 import tensorflow as tf
 from tutti.common import core
-from tutti.common.basics import Average, ReduceOp, Sum
+from tutti.common.basics import Average, ReduceOp, Sum, core_reduce_op, reduce_op_from_core
 
 from . import naming
 from .native import ops as _ops
@@ -19,9 +19,10 @@ _REDUCE_OP_NAMES = ", ".join("hvd.%s" % op.name for op in ReduceOp)
 
 def _reduce_op_code(op):
     try:
-        return int(ReduceOp(op))
+        op = ReduceOp(op)
     except ValueError:
         raise ValueError("op must be one of %s, not %r" % (_REDUCE_OP_NAMES, op)) from None
+    return core_reduce_op(op)  # the attribute holds the C ABI's code
 
 
 def _request_args(name, kind, process_set_id):
@@ -145,7 +146,7 @@ def _set_size(process_set_id):
 
 
 def _reduce_attrs(op):
-    return (ReduceOp(op.get_attr("reduce_op")), op.get_attr("prescale_factor"),
+    return (reduce_op_from_core(op.get_attr("reduce_op")), op.get_attr("prescale_factor"),
             op.get_attr("postscale_factor"), op.get_attr("process_set"))
 
 

@@ -44,6 +44,7 @@ from .data_movement import (  # noqa: E402
     broadcast_async_,
     grouped_allgather,
     grouped_allgather_async,
+    sparse_allreduce_async,
 )
 from .functions import (  # noqa: E402
     allgather_object,

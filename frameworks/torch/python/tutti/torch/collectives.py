@@ -204,12 +204,10 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=
 
 
 def _gather_gradients(grads, op, prescale, postscale, process_set):
-    """Gradient of a reducescatter: every rank's output gradient, gathered, times the
-    factor the reduction applied to each input."""
+    """Gradient of a reducescatter, as Horovod 0.28.1 defines it: every rank's output
+    gradient, gathered, and for op=Sum multiplied by the set size (Average: unscaled)."""
     from .data_movement import _allgather_async  # circular at import time otherwise
-    factor = prescale * postscale
-    if op == Average:
-        factor /= _set_size(process_set)
+    factor = float(_set_size(process_set)) if op == Sum else 1.0
     gathered = synchronize(_allgather_async(list(grads), "grouped_allgather", None,
                                             process_set, True))
     return [g * factor if factor != 1.0 else g for g in gathered]
@@ -237,8 +235,8 @@ def reducescatter(tensor, name=None, compression=None, op=Average, prescale_fact
     """Reduces `tensor` across the ranks of `process_set` and returns this rank's part of
     the result along the first dimension: with n rows and k ranks, the first n % k ranks
     get n // k + 1 rows and the others n // k. op: Average (default) or Sum (also Min, Max,
-    Product, not differentiable). Differentiable: the gradient is the allgather of the
-    output gradients."""
+    Product, not differentiable). Differentiable as in Horovod: the gradient is the
+    allgather of the output gradients, times the set size for Sum."""
     op, prescale, postscale = _reduce_args(op, None, prescale_factor, postscale_factor)
     requests.check_tensor(tensor)
     requests.check_name(name)

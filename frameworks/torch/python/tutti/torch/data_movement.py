@@ -2,7 +2,7 @@
 synchronous (differentiable) and asynchronous, with Horovod's signatures."""
 
 import torch
-from tutti.common.basics import Average
+from tutti.common.basics import Average, Sum
 from tutti.common.process_sets import global_process_set
 
 from . import requests
@@ -139,19 +139,66 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
+# ---- sparse allreduce ----
+
+
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Starts reducing the sparse COO tensor `tensor` (Horovod's sparse_allreduce_async):
+    its indices and values are allgathered. Returns a handle to pass to synchronize() (or
+    to call), which gives the sparse, uncoalesced sum over the ranks of `process_set`,
+    divided by the set size for op=Average."""
+    from tutti.common.basics import resolve_reduce_op
+
+    op = resolve_reduce_op(op)
+    if op not in (Average, Sum):
+        raise ValueError("sparse_allreduce_async supports op=Average or op=Sum, not %s"
+                         % op.name)
+    if not isinstance(tensor, torch.Tensor) or not tensor.is_sparse:
+        raise TypeError("sparse_allreduce_async needs a sparse COO tensor, got %s"
+                        % (tensor.layout if isinstance(tensor, torch.Tensor)
+                           else type(tensor).__name__))
+    grad = tensor.coalesce()
+    indices = allgather_async(grad.indices().t().contiguous(), name="%s.indices" % name,
+                              process_set=process_set)
+    values = allgather_async(grad.values(), name="%s.values" % name, process_set=process_set)
+
+    def handle():
+        gathered_values = synchronize(values)
+        gathered_indices = synchronize(indices)
+        if op == Average:
+            gathered_values = gathered_values / (process_set or global_process_set).size()
+        return torch.sparse_coo_tensor(gathered_indices.t(), gathered_values, grad.shape,
+                                       check_invariants=False)
+
+    return handle
+
+
 # ---- alltoall ----
 
 
-def _splits_list(splits, process_set):
-    if splits is None:
-        return None
-    if isinstance(splits, torch.Tensor):
-        if splits.dim() != 1 or splits.dtype.is_floating_point or splits.dtype == torch.bool:
-            raise TypeError("alltoall splits must be a 1-D integer tensor or a list of "
-                            "integers, got %s%s" % (splits.dtype, tuple(splits.shape)))
-        splits = splits.tolist()
-    values = [requests.integer(s, "each alltoall split") for s in splits]
+def _even_splits(rows, parts):
+    """Horovod's split of `rows` rows over `parts` ranks when no splits are given: as even
+    as possible, the first rows % parts ranks one row more."""
+    base, extra = divmod(rows, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _splits_list(tensor, splits, process_set):
     size = (process_set or global_process_set).size()
+    if splits is None:
+        rows = tensor.shape[0] if tensor.dim() > 0 else 1
+        return _even_splits(rows, size)
+    if isinstance(splits, torch.Tensor):
+        if splits.dim() != 1 or splits.dtype == torch.bool or splits.is_complex():
+            raise TypeError("alltoall splits must be a 1-D tensor or a list of numbers, got "
+                            "%s%s" % (splits.dtype, tuple(splits.shape)))
+        splits = splits.tolist()
+    # Horovod converts splits to int32 (float splits included, truncated).
+    values = []
+    for s in splits:
+        if isinstance(s, bool) or not isinstance(s, (int, float)):
+            raise TypeError("each alltoall split must be a number, got %r" % (s,))
+        values.append(int(s))
     if len(values) != size:
         from tutti.common.exceptions import InvalidArgumentError
         raise InvalidArgumentError(
@@ -161,13 +208,15 @@ def _splits_list(splits, process_set):
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
-    """Starts an alltoall; synchronize() returns (output, received_splits)."""
+    """Starts an alltoall; synchronize() returns (output, received_splits), as Horovod's.
+    received_splits has the dtype of a splits tensor, int32 otherwise."""
     requests.check_tensor(tensor)
-    split_counts = _splits_list(splits, process_set)
+    split_counts = _splits_list(tensor, splits, process_set)
+    received_dtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
     source = requests.contiguous(tensor)
 
     def finish(results, extra):
-        return results[0], torch.tensor(extra, dtype=torch.int32)
+        return results[0], torch.tensor(extra, dtype=received_dtype)
 
     return requests.submit(requests.ALLTOALL, "alltoall", name, process_set, [source],
                            finish, splits=split_counts)
@@ -179,11 +228,13 @@ class _Alltoall(torch.autograd.Function):
         ctx.process_set = process_set
         output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
         ctx.received = received
+        if splits is None:
+            return output
         ctx.mark_non_differentiable(received)
         return output, received
 
     @staticmethod
-    def backward(ctx, grad_output, grad_received):
+    def backward(ctx, grad_output, *unused):
         grad, _ = synchronize(alltoall_async(grad_output, ctx.received.tolist(), None,
                                              ctx.process_set))
         return grad, None, None, None
@@ -191,12 +242,13 @@ class _Alltoall(torch.autograd.Function):
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Sends part j of `tensor` (along the first dimension) to rank j of `process_set` and
-    returns (output, received_splits): the parts every rank sent here, concatenated in rank
-    order, and how many rows came from each rank (an int32 tensor).
+    returns the parts every rank sent here, concatenated in rank order. With `splits`, as in
+    Horovod, returns (output, received_splits): also how many rows came from each rank.
 
-    splits: the number of rows for each rank of the set (list or 1-D integer tensor); None
-    splits the first dimension into equal parts (it must then divide by the set's size).
-    Differentiable: the gradient goes back the way the data came."""
+    splits: the number of rows for each rank of the set (list or 1-D tensor; floats are
+    truncated); None splits the first dimension as evenly as possible, the first ranks
+    getting one row more when the set size does not divide it. Differentiable: the
+    gradient goes back the way the data came."""
     requests.check_tensor(tensor)
     requests.check_name(name)
     return _Alltoall.apply(tensor, splits, name, process_set)

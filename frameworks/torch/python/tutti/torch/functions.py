@@ -1,9 +1,8 @@
 """Helpers built on the collectives: broadcasting model parameters, optimizer state and
 arbitrary picklable objects, and gathering objects from every rank."""
 
-import pickle
-
 import torch
+from tutti.common import objects
 from tutti.common.exceptions import InvalidArgumentError
 from tutti.common.process_sets import global_process_set
 
@@ -43,11 +42,11 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """Returns rank `root_rank`'s `obj` (any picklable object) on every rank of
-    `process_set`."""
-    if (process_set or global_process_set).rank() == root_rank:
-        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        data = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
+    """Returns rank `root_rank`'s `obj` on every rank of `process_set`. The object is
+    serialized with cloudpickle, as in Horovod, so lambdas and closures work too."""
+    is_root = (process_set or global_process_set).rank() == root_rank
+    if is_root:
+        data = torch.frombuffer(bytearray(objects.dumps(obj)), dtype=torch.uint8)
         length = torch.tensor([data.numel()], dtype=torch.int64)
     else:
         data = None
@@ -56,24 +55,20 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
     if data is None:
         data = torch.empty(int(length.item()), dtype=torch.uint8)
     broadcast_(data, root_rank, name=_sub_name(name, "data"), process_set=process_set)
-    if (process_set or global_process_set).rank() == root_rank:
+    if is_root:
         return obj
-    return pickle.loads(data.numpy().tobytes())
+    return objects.loads(data.numpy().tobytes())
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Returns the list of every rank's `obj` (any picklable object), in rank order of
-    `process_set`."""
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    data = torch.frombuffer(bytearray(payload), dtype=torch.uint8) if payload else \
-        torch.empty(0, dtype=torch.uint8)
+    """Returns the list of every rank's `obj`, in rank order of `process_set`; serialized
+    with cloudpickle, as in Horovod."""
+    data = torch.frombuffer(bytearray(objects.dumps(obj)), dtype=torch.uint8)
     lengths = allgather(torch.tensor([data.numel()], dtype=torch.int64),
                         name=_sub_name(name, "sizes"), process_set=process_set)
     gathered = allgather(data, name=_sub_name(name, "data"), process_set=process_set)
-    objects = []
-    for part in torch.split(gathered, lengths.tolist()):
-        objects.append(pickle.loads(part.numpy().tobytes()))
-    return objects
+    return [objects.loads(part.numpy().tobytes())
+            for part in torch.split(gathered, lengths.tolist())]
 
 
 class _TensorLayout:
@@ -84,23 +79,37 @@ class _TensorLayout:
         self.dtype = tensor.dtype
 
 
+def _zero_gradient(optimizer, param):
+    grad = torch.zeros_like(param)
+    # SparseAdam refuses dense gradients.
+    return grad.to_sparse() if isinstance(optimizer, torch.optim.SparseAdam) else grad
+
+
 def _materialize_state(optimizer):
     """Creates the state an optimizer makes lazily on its first step, by taking one step
-    with zero gradients and then restoring the parameters and their gradients."""
-    if len(optimizer.state) > 0:
-        return
+    with zero gradients and then restoring the parameters and their gradients.
+
+    Purely local: a DistributedOptimizer's own step() would submit an allreduce for every
+    gradient, which ranks that already have state never submit (the resume hang), so the
+    wrapped optimizer's step runs directly."""
+    from .optimizer import _DistributedMixin  # circular at import time otherwise
+
     saved = []
     for group in optimizer.param_groups:
         for param in group["params"]:
             if not param.requires_grad:
                 continue
             saved.append((param, param.detach().clone(), param.grad))
-            param.grad = torch.zeros_like(param)
+            param.grad = _zero_gradient(optimizer, param)
+    step = optimizer.step
+    if isinstance(optimizer, _DistributedMixin):
+        step = super(_DistributedMixin, optimizer).step
     try:
-        if isinstance(optimizer, torch.optim.LBFGS):
-            optimizer.step(lambda: torch.zeros(()))
-        else:
-            optimizer.step()
+        with torch.no_grad():
+            if isinstance(optimizer, torch.optim.LBFGS):
+                step(lambda: torch.zeros(()))
+            else:
+                step()
     finally:
         with torch.no_grad():
             for param, data, grad in saved:
@@ -114,40 +123,53 @@ def _replace_tensors(value, convert):
     if isinstance(value, dict):
         return {k: _replace_tensors(v, convert) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_replace_tensors(v, convert) for v in value)
+        items = [_replace_tensors(v, convert) for v in value]
+        if hasattr(value, "_fields"):  # a namedtuple
+            return type(value)(*items)
+        return type(value)(items)
     return value
 
 
-def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_set):
-    """Makes every rank's optimizer state (per-parameter state and hyperparameters of the
-    parameter groups) a copy of rank `root_rank`'s. Works for every torch.optim optimizer;
-    state an optimizer creates lazily is created first with a zero-gradient step that
-    leaves the parameters unchanged."""
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
+    """Makes every rank's optimizer state (per-parameter state and every option of every
+    parameter group, tuples such as betas included) a copy of rank `root_rank`'s. Works
+    for every torch.optim optimizer, wrapped in DistributedOptimizer or not, and for the
+    resume pattern where only the root loaded a checkpoint.
+
+    Only the root's state decides what is sent: the root creates lazily made state with a
+    local zero-gradient step when it has none (parameters unchanged, no collectives), then
+    its whole state's layout and tensors are broadcast and loaded on every rank.
+    model: accepted for Horovod 0.28.1's signature; the optimizer alone defines the state.
+    """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise InvalidArgumentError("broadcast_optimizer_state needs a torch.optim.Optimizer, "
                                    "got %s" % type(optimizer).__name__)
-    _materialize_state(optimizer)
-    state_dict = optimizer.state_dict()
+    if model is not None and not isinstance(model, torch.nn.Module):
+        raise InvalidArgumentError("broadcast_optimizer_state: model must be a "
+                                   "torch.nn.Module or None, got %s" % type(model).__name__)
+    is_root = (process_set or global_process_set).rank() == root_rank
+    if is_root and len(optimizer.state) == 0:
+        _materialize_state(optimizer)
     local = []
-    layout = _replace_tensors(state_dict, lambda t: local.append(t) or _TensorLayout(t))
+    layout = None
+    if is_root:
+        layout = _replace_tensors(optimizer.state_dict(),
+                                  lambda t: local.append(t) or _TensorLayout(t))
     root_layout = broadcast_object(layout, root_rank, name="broadcast_optimizer_state.layout",
                                    process_set=process_set)
     local_iter = iter(local)
     handles = []
 
     def receive(spec):
-        mine = next(local_iter, None)
-        if (mine is None or tuple(mine.shape) != spec.shape or mine.dtype != spec.dtype
-                or not mine.is_contiguous()):
-            mine = torch.empty(spec.shape, dtype=spec.dtype)
-        else:
-            mine = mine.detach().clone()
-        handles.append(broadcast_async_(mine, root_rank,
+        tensor = next(local_iter).detach().contiguous() if is_root else \
+            torch.empty(spec.shape, dtype=spec.dtype)
+        handles.append(broadcast_async_(tensor, root_rank,
                                         name="broadcast_optimizer_state.%d" % len(handles),
                                         process_set=process_set))
-        return mine
+        return tensor
 
     new_state = _replace_tensors(root_layout, receive)
     for handle in handles:
         synchronize(handle)
-    optimizer.load_state_dict(new_state)
+    if not is_root:
+        optimizer.load_state_dict(new_state)

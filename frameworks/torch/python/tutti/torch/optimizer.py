@@ -18,7 +18,7 @@ from tutti.common.process_sets import global_process_set
 
 from .collectives import _allreduce_async
 from .compression import Compression
-from .data_movement import allgather_async
+from .data_movement import sparse_allreduce_async
 from .requests import synchronize
 
 
@@ -197,26 +197,17 @@ class _DistributedMixin:
         self._pending.append(([handle], finish))
 
     def _submit_sparse(self, param):
-        """A sparse gradient is exchanged as the allgather of its indices and values; the
-        result is the uncoalesced sum (divided by the set size for Average)."""
-        grad = param.grad.coalesce()
-        name = self._names[param]
-        indices = allgather_async(grad.indices().t().contiguous(), name=name + ".indices",
-                                  process_set=self._process_set)
-        values = allgather_async(grad.values(), name=name + ".values",
-                                 process_set=self._process_set)
+        """A sparse gradient stays sparse (as in Horovod): the allgather of its indices and
+        values, summed uncoalesced (divided by the set size for Average)."""
+        handle = sparse_allreduce_async(param.grad, self._names[param], self._op,
+                                        self._process_set)
         factor = self._prescale * self._postscale
-        if self._op == Average:
-            factor /= self._process_set.size()
 
         def finish(results):
-            gathered_indices, gathered_values = results
-            if factor != 1.0:
-                gathered_values = gathered_values * factor
-            param.grad = torch.sparse_coo_tensor(gathered_indices.t(), gathered_values,
-                                                 grad.shape, check_invariants=False)
+            (grad,) = results
+            param.grad = grad * factor if factor != 1.0 else grad
 
-        self._pending.append(([indices, values], finish))
+        self._pending.append(([handle], finish))
 
     # ---- public API ----
 
@@ -257,6 +248,15 @@ class _DistributedMixin:
         self._ready.clear()
         self._submitted.clear()
 
+    def set_backward_passes_per_step(self, passes):
+        """Changes how many backward passes accumulate locally before the allreduce (as
+        Horovod's); takes effect from the next pass."""
+        if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
+            raise ValueError("backward_passes_per_step must be an integer of at least 1, "
+                             "got %r" % (passes,))
+        self._passes = passes
+        self._remaining.clear()
+
     @contextlib.contextmanager
     def skip_synchronize(self):
         """Inside this block step() does not synchronize: call synchronize() yourself
@@ -270,11 +270,13 @@ class _DistributedMixin:
     def step(self, closure=None):
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() was called after optimizer.synchronize() "
-                              "outside optimizer.skip_synchronize(): the gradients are "
-                              "synchronized again, which is slow and, with in-place "
-                              "reductions, changes them. Wrap step() in "
-                              "skip_synchronize() after an explicit synchronize().")
+                # Horovod 0.28.1's words, which scripts and log filters match.
+                warnings.warn("optimizer.step() called without "
+                              "optimizer.skip_synchronize() context after "
+                              "optimizer.synchronize(). This can cause training "
+                              "slowdown. You may want to consider using "
+                              "optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
             self.synchronize()
         self._synchronized = False
         return super(self._tutti_base, self).step(closure)

@@ -11,6 +11,7 @@ import numbers
 
 import torch
 from tutti.common import process_sets
+from tutti.common.basics import core_reduce_op
 from tutti.common.exceptions import InvalidArgumentError, error_for_status
 
 from ._native import ops
@@ -83,7 +84,7 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
     alltoall's received splits or join's last rank."""
     set_id = process_sets.request_id(process_set)
     handle = call(ops.enqueue, collective, check_name(name), kind, set_id, inputs, outputs,
-                  int(op), float(prescale), float(postscale), int(root_rank), splits)
+                  core_reduce_op(op), float(prescale), float(postscale), int(root_rank), splits)
     _finishers[handle] = finish
     return handle
 
@@ -95,7 +96,10 @@ def poll(handle):
 
 def synchronize(handle):
     """Waits for the request behind `handle` and returns its result; raises the request's
-    error if it failed. A handle can be synchronized once."""
+    error if it failed. A handle can be synchronized once. sparse_allreduce_async's handle
+    is a function, as in Horovod: synchronize() calls it."""
+    if callable(handle):
+        return handle()
     try:
         while not call(ops.wait, handle, _WAIT_SLICE_SECONDS):
             pass
