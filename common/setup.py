@@ -103,6 +103,8 @@ setup(
     package_dir={"": "python"},
     packages=find_namespace_packages(where="python", include=["tutti.*"]),
     include_package_data=False,
+    # The settings' ranges: read by tuttirun at run time, compiled into the core.
+    package_data={"tutti.common": ["settings.def"]},
     ext_modules=[Extension("tutti.common.libtutti_core",
                            sources=sorted(glob.glob("src/*.cc") + glob.glob("src/*/*.cc")))],
     cmdclass={"build_ext": BuildCore, "build_py": BuildPy},

@@ -1,12 +1,36 @@
 #include "config.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 namespace tutti {
 namespace {
+
+// The numeric settings and their ranges, from the table tuttirun reads too.
+enum class SettingKind { kINTEGER, kNUMBER };
+struct SettingRange {
+  const char* name;
+  SettingKind kind;
+  double min;
+  double max;
+  const char* unit;
+};
+const SettingRange kSettingRanges[] = {
+#define TUTTI_SETTING(name, kind, min, max, unit) {#name, SettingKind::k##kind, min, max, unit},
+#include "../python/tutti/common/settings.def"
+#undef TUTTI_SETTING
+};
+
+std::string FormatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.15g", value);
+  return text;
+}
 
 // Looks up TUTTI_<name>, then HOROVOD_<name>; stores the variable actually found in *found.
 const char* Lookup(const EnvLookup& env, const std::string& name, std::string* found) {
@@ -47,47 +71,65 @@ Status ReadInt(const EnvLookup& env, const std::string& name, int min_value, int
   return Status::OK();
 }
 
-// Reads a positive finite number; leaves *out unchanged when unset.
-Status ReadPositive(const EnvLookup& env, const std::string& name, double* out) {
+// Reads the numeric setting `name` of the shared table, checked against its range; leaves
+// *out unchanged when unset.
+Status ReadSetting(const EnvLookup& env, const std::string& name, double* out) {
+  const SettingRange* range = nullptr;
+  for (const SettingRange& r : kSettingRanges) {
+    if (name == r.name) range = &r;
+  }
+  if (range == nullptr) return Status::Internal("no range is defined for setting " + name);
   std::string var;
   const char* value = Lookup(env, name, &var);
   if (value == nullptr) return Status::OK();
+  const bool integer = range->kind == SettingKind::kINTEGER;
   char* end = nullptr;
-  double parsed = std::strtod(value, &end);
-  if (end == value || *end != '\0' || !std::isfinite(parsed) || parsed <= 0) {
-    return Malformed(var, value, "a positive number");
+  errno = 0;
+  double parsed = integer ? static_cast<double>(std::strtoll(value, &end, 10))
+                          : std::strtod(value, &end);
+  if (end == value || *end != '\0') {
+    return Malformed(var, value, integer ? "an integer" : "a number");
+  }
+  if (errno == ERANGE || !std::isfinite(parsed) || parsed < range->min || parsed > range->max) {
+    std::string unit = range->unit[0] != '\0' ? std::string(" (") + range->unit + ")" : "";
+    return Status::InvalidArgument("environment variable " + var + "='" + value +
+                                   "' is out of range: it must be " +
+                                   (integer ? "an integer" : "a number") + " from " +
+                                   FormatNumber(range->min) + " to " +
+                                   FormatNumber(range->max) + unit);
   }
   *out = parsed;
   return Status::OK();
 }
 
-// Reads a number >= 0; leaves *out unchanged when unset.
-Status ReadNonNegative(const EnvLookup& env, const std::string& name, double* out) {
-  std::string var;
-  const char* value = Lookup(env, name, &var);
-  if (value == nullptr) return Status::OK();
-  char* end = nullptr;
-  double parsed = std::strtod(value, &end);
-  if (end == value || *end != '\0' || !std::isfinite(parsed) || parsed < 0) {
-    return Malformed(var, value, "a number >= 0");
-  }
-  *out = parsed;
-  return Status::OK();
+Status ReadSetting(const EnvLookup& env, const std::string& name, int* out) {
+  double value = *out;
+  Status s = ReadSetting(env, name, &value);
+  *out = static_cast<int>(value);  // the table's integer ranges fit in int
+  return s;
 }
 
-// Reads 0/1 (also false/true); leaves *out unchanged when unset.
+Status ReadSetting(const EnvLookup& env, const std::string& name, int64_t* out) {
+  double value = static_cast<double>(*out);
+  Status s = ReadSetting(env, name, &value);
+  *out = static_cast<int64_t>(value);  // the table's ranges fit in 64 bits
+  return s;
+}
+
+// Reads an on/off switch spelled as Horovod reads it: a whole number, 0 is off and a
+// positive one on. Words such as "true" are refused (Horovod would read "true" as 0, off).
 Status ReadBool(const EnvLookup& env, const std::string& name, bool* out) {
   std::string var;
   const char* value = Lookup(env, name, &var);
   if (value == nullptr) return Status::OK();
-  const std::string v(value);
-  if (v == "1" || v == "true" || v == "True") {
-    *out = true;
-  } else if (v == "0" || v == "false" || v == "False") {
-    *out = false;
-  } else {
-    return Malformed(var, value, "0 or 1");
+  char* end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(value, &end, 10);
+  if (end == value || *end != '\0' || errno == ERANGE || parsed < 0) {
+    return Status::InvalidArgument("environment variable " + var + "='" + value +
+                                   "' is not a switch: use 1 (on) or 0 (off), as Horovod does");
   }
+  *out = parsed > 0;
   return Status::OK();
 }
 
@@ -108,9 +150,10 @@ Status ChooseController(const EnvLookup& env, const std::string& rendezvous_addr
   const char* value = Lookup(env, "CONTROLLER", &var);
   if (value != nullptr) {
     std::string name(value);
-    if (name == "mpi") {
+    // Horovod compares without regard to case (HOROVOD_CONTROLLER=MPI, Gloo, ...).
+    if (strcasecmp(value, "mpi") == 0) {
       *kind = ControllerKind::kMpi;
-    } else if (name == "gloo") {
+    } else if (strcasecmp(value, "gloo") == 0) {
       *kind = ControllerKind::kGloo;
     } else {
       return Status::InvalidArgument("environment variable " + var + "='" + name +
@@ -191,18 +234,21 @@ EnvLookup ProcessEnv() {
 Status ParseConfig(const EnvLookup& env, Config* config) {
   Config result;
   Status s;
-  if (!(s = ReadPositive(env, "CYCLE_TIME", &result.cycle_time_ms)).ok()) return s;
-  if (!(s = ReadPositive(env, "GLOO_TIMEOUT_SECONDS", &result.timeout_seconds)).ok()) return s;
-  if (!(s = ReadInt(env, "CACHE_CAPACITY", 0, 1 << 20, &result.cache_capacity)).ok()) return s;
-  double fusion = static_cast<double>(result.fusion_threshold_bytes);
-  if (!(s = ReadNonNegative(env, "FUSION_THRESHOLD", &fusion)).ok()) return s;
-  result.fusion_threshold_bytes = static_cast<int64_t>(fusion);
-  if (!(s = ReadPositive(env, "STALL_CHECK_TIME_SECONDS", &result.stall_check_seconds)).ok()) {
+  if (!(s = ReadSetting(env, "CYCLE_TIME", &result.cycle_time_ms)).ok()) return s;
+  if (!(s = ReadSetting(env, "GLOO_TIMEOUT_SECONDS", &result.timeout_seconds)).ok()) return s;
+  if (!(s = ReadSetting(env, "CACHE_CAPACITY", &result.cache_capacity)).ok()) return s;
+  if (!(s = ReadSetting(env, "FUSION_THRESHOLD", &result.fusion_threshold_bytes)).ok()) return s;
+  if (!(s = ReadSetting(env, "STALL_CHECK_TIME_SECONDS", &result.stall_check_seconds)).ok()) {
     return s;
   }
-  if (!(s = ReadNonNegative(env, "STALL_SHUTDOWN_TIME_SECONDS", &result.stall_shutdown_seconds))
+  if (!(s = ReadSetting(env, "STALL_SHUTDOWN_TIME_SECONDS", &result.stall_shutdown_seconds))
            .ok()) {
     return s;
+  }
+  {
+    // Not used by this build (no NCCL streams yet), but a bad value is still an error.
+    int nccl_streams = 1;
+    if (!(s = ReadSetting(env, "NUM_NCCL_STREAMS", &nccl_streams)).ok()) return s;
   }
   {
     std::string var;
@@ -221,27 +267,26 @@ Status ParseConfig(const EnvLookup& env, Config* config) {
   if (!(s = ReadBool(env, "HIERARCHICAL_ALLREDUCE", &result.hierarchical_allreduce)).ok()) {
     return s;
   }
-  double shm_buffer = static_cast<double>(result.shm_buffer_bytes);
-  if (!(s = ReadNonNegative(env, "SHM_BUFFER_BYTES", &shm_buffer)).ok()) return s;
-  result.shm_buffer_bytes = static_cast<int64_t>(shm_buffer);
+  if (!(s = ReadSetting(env, "SHM_BUFFER_BYTES", &result.shm_buffer_bytes)).ok()) return s;
   result.timeline_path = ReadString(env, "TIMELINE");
+  // As in Horovod, TIMELINE=DYNAMIC starts no timeline at init: start_timeline() does later.
+  if (result.timeline_path == "DYNAMIC") result.timeline_path.clear();
   if (!(s = ReadBool(env, "TIMELINE_MARK_CYCLES", &result.timeline_mark_cycles)).ok()) return s;
   if (!(s = ReadBool(env, "STALL_CHECK_DISABLE", &result.stall_check_disabled)).ok()) return s;
   if (!(s = ReadBool(env, "AUTOTUNE", &result.autotune)).ok()) return s;
   result.autotune_log = ReadString(env, "AUTOTUNE_LOG");
-  if (!(s = ReadInt(env, "AUTOTUNE_WARMUP_SAMPLES", 0, 1000, &result.autotune_warmup_samples))
+  if (!(s = ReadSetting(env, "AUTOTUNE_WARMUP_SAMPLES", &result.autotune_warmup_samples)).ok()) {
+    return s;
+  }
+  if (!(s = ReadSetting(env, "AUTOTUNE_STEPS_PER_SAMPLE", &result.autotune_steps_per_sample))
            .ok()) {
     return s;
   }
-  if (!(s = ReadInt(env, "AUTOTUNE_STEPS_PER_SAMPLE", 1, 1000000,
-                    &result.autotune_steps_per_sample)).ok()) {
+  if (!(s = ReadSetting(env, "AUTOTUNE_GAUSSIAN_PROCESS_NOISE", &result.autotune_noise)).ok()) {
     return s;
   }
-  if (!(s = ReadPositive(env, "AUTOTUNE_GAUSSIAN_PROCESS_NOISE", &result.autotune_noise)).ok()) {
-    return s;
-  }
-  if (!(s = ReadInt(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", 2, 1000,
-                    &result.autotune_max_samples)).ok()) {
+  if (!(s = ReadSetting(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", &result.autotune_max_samples))
+           .ok()) {
     return s;
   }
   result.gloo.rendezvous_addr = ReadString(env, "GLOO_RENDEZVOUS_ADDR");

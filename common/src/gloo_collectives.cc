@@ -24,8 +24,31 @@ const gloo::ReductionFunction<typename DtypeInfo<D>::Storage>* GlooReduction() {
   return &fn;
 }
 
-// Gloo's algorithm classes take int counts: run very large buffers in chunks.
-const int64_t kMaxChunk = int64_t(1) << 30;
+// Gloo counts bytes in an int in places (AllreduceRingChunked's bytes_ = count * sizeof(T)),
+// so no single Gloo operation may move 2^31 bytes or more: every transfer is cut into pieces
+// of at most this many bytes. 256 MiB also bounds AllreduceRingChunked's two scratch inboxes
+// (it mallocs two buffers the size of what it reduces).
+const int64_t kMaxPieceBytes = int64_t(256) << 20;
+
+// Queues `bytes` at `offset` of `buffer` for rank `peer` as pieces of at most kMaxPieceBytes,
+// all on one slot (a pair delivers one slot's messages in order); returns how many.
+int SendPieces(gloo::transport::UnboundBuffer* buffer, int peer, uint64_t slot, int64_t offset,
+               int64_t bytes) {
+  int pieces = 0;
+  for (int64_t done = 0; done < bytes; done += kMaxPieceBytes, ++pieces) {
+    buffer->send(peer, slot, offset + done, std::min(kMaxPieceBytes, bytes - done));
+  }
+  return pieces;
+}
+
+int RecvPieces(gloo::transport::UnboundBuffer* buffer, int peer, uint64_t slot, int64_t offset,
+               int64_t bytes) {
+  int pieces = 0;
+  for (int64_t done = 0; done < bytes; done += kMaxPieceBytes, ++pieces) {
+    buffer->recv(peer, slot, offset + done, std::min(kMaxPieceBytes, bytes - done));
+  }
+  return pieces;
+}
 
 std::vector<int64_t> Offsets(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> offsets(sizes.size());
@@ -54,14 +77,8 @@ void Exchange(const GlooContext& context, const void* input, int64_t input_bytes
   int sends = 0, recvs = 0;
   for (int p = 0; p < context->size; ++p) {
     if (p == me) continue;
-    if (recv_bytes[p] > 0) {
-      out->recv(p, slot, recv_offsets[p], recv_bytes[p]);
-      ++recvs;
-    }
-    if (send_bytes[p] > 0) {
-      in->send(p, slot, send_offsets[p], send_bytes[p]);
-      ++sends;
-    }
+    recvs += RecvPieces(out.get(), p, slot, recv_offsets[p], recv_bytes[p]);
+    sends += SendPieces(in.get(), p, slot, send_offsets[p], send_bytes[p]);
   }
   const auto timeout = context->getTimeout();
   for (int i = 0; i < recvs; ++i) {
@@ -82,8 +99,9 @@ void GlooAllreduce(const GlooContext& context, void* buffer, int64_t count, tutt
     DispatchReduceOp(op, [&](auto o) {
       const auto* fn = GlooReduction<D, decltype(o)::value>();
       Storage* data = static_cast<Storage*>(buffer);
-      for (int64_t done = 0; done < count; done += kMaxChunk) {
-        int chunk = static_cast<int>(std::min(kMaxChunk, count - done));
+      const int64_t max_chunk = kMaxPieceBytes / static_cast<int64_t>(sizeof(Storage));
+      for (int64_t done = 0; done < count; done += max_chunk) {
+        int chunk = static_cast<int>(std::min(max_chunk, count - done));
         // Reduce-scatter then allgather: each element is reduced once, by one rank, so every
         // rank ends with the same bits (the plain ring reduces in a different order on each).
         gloo::AllreduceRingChunked<Storage>(context, {data + done}, chunk, fn).run();
@@ -94,8 +112,8 @@ void GlooAllreduce(const GlooContext& context, void* buffer, int64_t count, tutt
 
 void GlooBroadcast(const GlooContext& context, void* buffer, int64_t bytes, int root) {
   char* data = static_cast<char*>(buffer);
-  for (int64_t done = 0; done < bytes; done += kMaxChunk) {
-    int chunk = static_cast<int>(std::min(kMaxChunk, bytes - done));
+  for (int64_t done = 0; done < bytes; done += kMaxPieceBytes) {
+    int chunk = static_cast<int>(std::min(kMaxPieceBytes, bytes - done));
     gloo::BroadcastOneToAll<char>(context, {data + done}, chunk, root).run();
   }
 }
@@ -153,17 +171,18 @@ void GlooReduceScatter(const GlooContext& context, void* buffer,
     const int send_chunk = ((me - step - 1) % n + n) % n;
     const int recv_chunk = ((me - step - 2) % n + n) % n;
     const uint64_t slot = context->nextSlot();
-    if (counts[send_chunk] > 0) {
-      whole->send(right, slot, offsets[send_chunk] * element, counts[send_chunk] * element);
-    }
-    if (counts[recv_chunk] > 0) {
-      incoming->recv(left, slot, 0, counts[recv_chunk] * element);
+    const int sends = SendPieces(whole.get(), right, slot, offsets[send_chunk] * element,
+                                 counts[send_chunk] * element);
+    const int recvs = RecvPieces(incoming.get(), left, slot, 0, counts[recv_chunk] * element);
+    for (int i = 0; i < recvs; ++i) {
       if (!incoming->waitRecv(timeout)) throw std::runtime_error("receive was aborted");
+    }
+    if (recvs > 0) {
       ReduceInto(dtype, op, data + offsets[recv_chunk] * element, scratch->data(),
                  counts[recv_chunk]);
     }
-    if (counts[send_chunk] > 0 && !whole->waitSend(timeout)) {
-      throw std::runtime_error("send was aborted");
+    for (int i = 0; i < sends; ++i) {
+      if (!whole->waitSend(timeout)) throw std::runtime_error("send was aborted");
     }
   }
   if (counts[me] > 0) std::memcpy(output, data + offsets[me] * element, counts[me] * element);

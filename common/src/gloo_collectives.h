@@ -1,7 +1,9 @@
 // Collectives on one Gloo context, built from the legacy algorithm classes (AllreduceRingChunked,
 // BroadcastOneToAll, BarrierAllToAll) and, for the variable-size ones and reducescatter,
-// pairwise transfers with unbound buffers. (Gloo's options-API functions size socket buffers per message, which is
-// very slow on this Gloo, so they are not used.) Failures and timeouts throw, like Gloo.
+// pairwise transfers with unbound buffers. Every transfer is cut into pieces well below 2^31
+// bytes, which Gloo cannot move in one operation. (Gloo's options-API functions size socket
+// buffers per message, which is very slow on this Gloo, so they are not used.) Failures and
+// timeouts throw, like Gloo.
 #ifndef TUTTI_SRC_GLOO_COLLECTIVES_H_
 #define TUTTI_SRC_GLOO_COLLECTIVES_H_
 

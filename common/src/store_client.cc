@@ -1,5 +1,6 @@
 #include "store_client.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,6 +21,12 @@ const uint8_t kStatusOk = 0;
 const uint8_t kStatusNotFound = 1;
 const uint8_t kStatusUnauthorized = 2;
 const uint8_t kStatusBadRequest = 3;
+
+// A real store never sends a value larger than it accepts (store.py's MAX_VALUE_BYTES).
+const uint32_t kMaxReplyBytes = uint32_t(1) << 30;
+// A reply's value is read in steps of at most this much, so a bogus length from a service
+// that is not a store never allocates more than what actually arrived.
+const size_t kReplyStep = size_t(1) << 20;
 
 using Clock = std::chrono::steady_clock;
 
@@ -68,6 +75,38 @@ bool RecvAll(int fd, char* data, size_t size, Clock::time_point deadline) {
   return true;
 }
 
+// Connects one socket to `a` before the deadline (a non-blocking connect, so a host that
+// drops packets costs the timeout, not the kernel's minutes of SYN retries).
+int ConnectBefore(const addrinfo* a, Clock::time_point deadline, std::string* error) {
+  int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return -1;
+  }
+  int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+  if (rc != 0 && errno == EINPROGRESS) {
+    if (!PollUntil(fd, POLLOUT, deadline)) {
+      *error = "no answer (timed out)";
+      ::close(fd);
+      return -1;
+    }
+    int so_error = 0;
+    socklen_t length = sizeof(so_error);
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
+    rc = so_error == 0 ? 0 : -1;
+    errno = so_error;
+  }
+  if (rc != 0) {
+    *error = std::strerror(errno);
+    ::close(fd);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
 }  // namespace
 
 StoreClient::StoreClient(std::string host, int port, std::string secret,
@@ -81,9 +120,8 @@ void StoreClient::Disconnect() {
   fd_ = -1;
 }
 
-// Connects, retrying until the timeout: the store may still be starting.
-Status StoreClient::Connect() {
-  const auto deadline = Clock::now() + timeout_;
+// Connects, retrying until the deadline: the store may still be starting.
+Status StoreClient::Connect(Clock::time_point deadline) {
   std::string last_error = "no address";
   while (true) {
     addrinfo hints;
@@ -96,34 +134,27 @@ Status StoreClient::Connect() {
       last_error = gai_strerror(rc);
     } else {
       for (addrinfo* a = addresses; a != nullptr && fd_ < 0; a = a->ai_next) {
-        int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-          int one = 1;
-          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          fd_ = fd;
-        } else {
-          last_error = std::strerror(errno);
-          ::close(fd);
-        }
+        fd_ = ConnectBefore(a, deadline, &last_error);
       }
       ::freeaddrinfo(addresses);
     }
     if (fd_ >= 0) return Status::OK();
     if (Clock::now() >= deadline) {
-      return Status::Aborted("cannot connect to the rendezvous store at " + address() + ": " +
-                             last_error);
+      return Status::Aborted("cannot connect to the rendezvous store at " + address() +
+                             " within " + std::to_string(timeout_.count() / 1000.0) +
+                             " s (TUTTI_GLOO_TIMEOUT_SECONDS): " + last_error);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 
-Status StoreClient::RequestOnce(const std::string& message, uint8_t* status, std::string* reply) {
+Status StoreClient::RequestOnce(const std::string& message, Clock::time_point deadline,
+                                uint8_t* status, std::string* reply, bool* lost) {
+  *lost = true;
   if (fd_ < 0) {
-    Status s = Connect();
+    Status s = Connect(deadline);
     if (!s.ok()) return s;
   }
-  const auto deadline = Clock::now() + timeout_;
   char header[5];
   if (!SendAll(fd_, message.data(), message.size(), deadline) ||
       !RecvAll(fd_, header, sizeof(header), deadline)) {
@@ -133,11 +164,29 @@ Status StoreClient::RequestOnce(const std::string& message, uint8_t* status, std
   *status = static_cast<uint8_t>(header[0]);
   uint32_t length = 0;
   for (int i = 1; i < 5; ++i) length = (length << 8) | static_cast<uint8_t>(header[i]);
-  reply->resize(length);
-  if (length > 0 && !RecvAll(fd_, &(*reply)[0], length, deadline)) {
+  // Only a store answers a known status, with a value only when OK and never above its limit.
+  if (*status > kStatusBadRequest || (*status != kStatusOk && length != 0) ||
+      length > kMaxReplyBytes) {
     Disconnect();
-    return Status::Aborted("lost the connection to the rendezvous store at " + address());
+    *lost = false;
+    const std::string start(header, sizeof(header));
+    std::string shown;
+    for (char c : start) shown += (c >= 32 && c < 127) ? std::string(1, c) : std::string("?");
+    return Status::InvalidArgument(
+        "the service at " + address() + " is not a tutti rendezvous store (it answered '" +
+        shown + "...'); check TUTTI_GLOO_RENDEZVOUS_ADDR and TUTTI_GLOO_RENDEZVOUS_PORT");
   }
+  reply->clear();
+  while (reply->size() < length) {
+    const size_t have = reply->size();
+    const size_t step = std::min<size_t>(kReplyStep, length - have);
+    reply->resize(have + step);
+    if (!RecvAll(fd_, &(*reply)[have], step, deadline)) {
+      Disconnect();
+      return Status::Aborted("lost the connection to the rendezvous store at " + address());
+    }
+  }
+  *lost = false;
   return Status::OK();
 }
 
@@ -149,11 +198,17 @@ Status StoreClient::Request(uint8_t op, const std::string& key, const std::strin
   AppendField(&message, key);
   AppendField(&message, value);
   std::lock_guard<std::mutex> lock(mutex_);
-  const bool was_connected = fd_ >= 0;
-  Status s = RequestOnce(message, status, reply);
-  // A connection that went stale gets one fresh attempt; a failed connect already retried
-  // until the timeout.
-  if (!s.ok() && was_connected) s = RequestOnce(message, status, reply);
+  const auto deadline = Clock::now() + timeout_;
+  // SET and GET are idempotent: a connection that was lost (the store closes idle ones, and
+  // under a flood of strangers' connections may close a fresh one) is reopened and the
+  // request sent again, until the timeout.
+  Status s;
+  while (true) {
+    bool lost = false;
+    s = RequestOnce(message, deadline, status, reply, &lost);
+    if (s.ok() || !lost || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   if (!s.ok()) return s;
   if (*status == kStatusUnauthorized) {
     Disconnect();
@@ -164,10 +219,6 @@ Status StoreClient::Request(uint8_t op, const std::string& key, const std::strin
   if (*status == kStatusBadRequest) {
     return Status::Internal("the rendezvous store at " + address() + " rejected a request for '" +
                             key + "' as malformed");
-  }
-  if (*status != kStatusOk && *status != kStatusNotFound) {
-    return Status::Internal("the rendezvous store at " + address() + " answered status " +
-                            std::to_string(*status));
   }
   return Status::OK();
 }

@@ -15,7 +15,9 @@ namespace tutti {
 
 class StoreClient {
  public:
-  // `timeout` bounds connecting, every request and every WaitGet.
+  // `timeout` (TUTTI_GLOO_TIMEOUT_SECONDS) bounds connecting, every request (reconnecting
+  // when a connection is lost) and every WaitGet. Replies are validated: a service that is
+  // not a tutti store gets a clear error, never a large allocation.
   StoreClient(std::string host, int port, std::string secret, std::chrono::milliseconds timeout);
   ~StoreClient();
 
@@ -36,8 +38,10 @@ class StoreClient {
  private:
   Status Request(uint8_t op, const std::string& key, const std::string& value, uint8_t* status,
                  std::string* reply);
-  Status RequestOnce(const std::string& message, uint8_t* status, std::string* reply);
-  Status Connect();
+  // One attempt; *lost tells whether the connection failed (worth a fresh one).
+  Status RequestOnce(const std::string& message, std::chrono::steady_clock::time_point deadline,
+                     uint8_t* status, std::string* reply, bool* lost);
+  Status Connect(std::chrono::steady_clock::time_point deadline);
   void Disconnect();
 
   const std::string host_;

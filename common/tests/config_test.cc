@@ -144,6 +144,93 @@ TEST(ConfigTest, MalformedValuesNameTheVariable) {
   }
 }
 
+// Finite but huge values used to pass and wrap when cast to 64-bit integers (a negative
+// fusion threshold, a negative cycle, a shared-memory layout that overflowed).
+TEST(ConfigTest, HugeValuesAreOutOfRangeNamingTheVariableAndTheRange) {
+  struct Case {
+    const char* var;
+    const char* value;
+    const char* range;
+  } cases[] = {
+      {"TUTTI_SHM_BUFFER_BYTES", "1e19", "a number from 0 to 17179869184 (bytes)"},
+      {"TUTTI_SHM_BUFFER_BYTES", "4611686018427387904", "from 0 to 17179869184"},
+      {"TUTTI_FUSION_THRESHOLD", "1e19", "a number from 0 to 68719476736 (bytes)"},
+      {"TUTTI_CYCLE_TIME", "1e300", "a number from 0.001 to 10000 (milliseconds)"},
+      {"TUTTI_CYCLE_TIME", "inf", "from 0.001 to 10000"},
+      {"TUTTI_STALL_CHECK_TIME_SECONDS", "1e300", "from 0.001 to 604800 (seconds)"},
+      {"TUTTI_STALL_CHECK_TIME_SECONDS", "0", "from 0.001 to 604800"},
+      {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "1e12", "from 0 to 604800"},
+      {"TUTTI_GLOO_TIMEOUT_SECONDS", "1e300", "from 0.001 to 604800"},
+      {"TUTTI_CACHE_CAPACITY", "99999999", "an integer from 0 to 1048576"},
+      {"TUTTI_CACHE_CAPACITY", "99999999999999999999", "an integer from 0 to 1048576"},
+      {"TUTTI_AUTOTUNE_STEPS_PER_SAMPLE", "0", "an integer from 1 to 1000000"},
+      {"TUTTI_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0", "from 1e-09 to 100"},
+      {"TUTTI_NUM_NCCL_STREAMS", "0", "an integer from 1 to 64"},
+  };
+  for (const Case& c : cases) {
+    Config config;
+    Status s = Parse(Env{{c.var, c.value}}, &config);
+    EXPECT_EQ(s.code(), TUTTI_ERR_INVALID_ARGUMENT) << c.var << "=" << c.value;
+    EXPECT_NE(s.message().find(std::string(c.var) + "='" + c.value + "' is out of range"),
+              std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find(c.range), std::string::npos) << s.message();
+  }
+}
+
+TEST(ConfigTest, TheLargestValuesInRangeAreKeptExactly) {
+  Config config;
+  ASSERT_TRUE(Parse(Env{{"TUTTI_FUSION_THRESHOLD", "68719476736"},
+                        {"TUTTI_SHM_BUFFER_BYTES", "17179869184"},
+                        {"TUTTI_CYCLE_TIME", "10000"}},
+                    &config)
+                  .ok());
+  EXPECT_EQ(config.fusion_threshold_bytes, int64_t(1) << 36);
+  EXPECT_EQ(config.shm_buffer_bytes, int64_t(1) << 34);
+  EXPECT_EQ(config.cycle_time_ms, 10000.0);
+}
+
+// Horovod reads switches with strtol: whole numbers, 0 off and positive on.
+TEST(ConfigTest, SwitchesTakeHorovodsSpellings) {
+  for (const char* on : {"1", "2", "10"}) {
+    Config config;
+    ASSERT_TRUE(Parse(Env{{"HOROVOD_AUTOTUNE", on}, {"TUTTI_STALL_CHECK_DISABLE", on}},
+                      &config).ok());
+    EXPECT_TRUE(config.autotune) << on;
+    EXPECT_TRUE(config.stall_check_disabled) << on;
+  }
+  Config config;
+  ASSERT_TRUE(Parse(Env{{"TUTTI_HIERARCHICAL_ALLREDUCE", "0"}}, &config).ok());
+  EXPECT_FALSE(config.hierarchical_allreduce);
+  for (const char* bad : {"true", "True", "yes", "on", "-1", "1.0", "1x"}) {
+    Status s = Parse(Env{{"HOROVOD_TIMELINE_MARK_CYCLES", bad}}, &config);
+    EXPECT_EQ(s.code(), TUTTI_ERR_INVALID_ARGUMENT) << bad;
+    EXPECT_EQ(s.message(), std::string("environment variable HOROVOD_TIMELINE_MARK_CYCLES='") +
+                               bad + "' is not a switch: use 1 (on) or 0 (off), as Horovod does");
+  }
+}
+
+TEST(ConfigTest, ControllerNamesIgnoreCaseAsInHorovod) {
+  Config config;
+  ASSERT_TRUE(Parse(Env{{"HOROVOD_CONTROLLER", "MPI"}}, &config).ok());
+  EXPECT_EQ(config.controller, ControllerKind::kMpi);
+  ASSERT_TRUE(Parse(Env{{"HOROVOD_CONTROLLER", "GLOO"}, {"TUTTI_GLOO_RENDEZVOUS_ADDR", "h"},
+                        {"TUTTI_GLOO_RENDEZVOUS_PORT", "1"}},
+                    &config)
+                  .ok());
+  EXPECT_EQ(config.controller, ControllerKind::kGloo);
+  ASSERT_TRUE(Parse(Env{{"TUTTI_CONTROLLER", "Mpi"}}, &config).ok());
+  EXPECT_EQ(config.controller, ControllerKind::kMpi);
+}
+
+TEST(ConfigTest, TimelineDynamicStartsNoTimelineAtInit) {
+  Config config;
+  ASSERT_TRUE(Parse(Env{{"HOROVOD_TIMELINE", "DYNAMIC"}}, &config).ok());
+  EXPECT_EQ(config.timeline_path, "");
+  ASSERT_TRUE(Parse(Env{{"HOROVOD_TIMELINE", "/tmp/t.json"}}, &config).ok());
+  EXPECT_EQ(config.timeline_path, "/tmp/t.json");
+}
+
 TEST(ConfigTest, RankMustBeBelowSize) {
   Config config;
   Status s = Parse(Env{{"TUTTI_GLOO_RENDEZVOUS_ADDR", "h"}, {"TUTTI_GLOO_RENDEZVOUS_PORT", "1"},

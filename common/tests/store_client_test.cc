@@ -2,7 +2,9 @@
 #include "store_client.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +133,92 @@ TEST(StoreClientTest, UnreachableStoreFailsAfterTheTimeout) {
   EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
       << s.message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// A listening socket on loopback that is not a store: it answers every connection with
+// `reply` (when given), or never accepts at all.
+class OtherService {
+ public:
+  OtherService(int backlog, std::string reply) : reply_(std::move(reply)) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address = {};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    listen(fd_, backlog);
+    socklen_t length = sizeof(address);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    if (!reply_.empty()) {
+      server_ = std::thread([this] {
+        int conn = accept(fd_, nullptr, nullptr);
+        if (conn < 0) return;
+        (void)!write(conn, reply_.data(), reply_.size());
+        char sink[4096];
+        while (read(conn, sink, sizeof(sink)) > 0) {
+        }
+        close(conn);
+      });
+    }
+  }
+  ~OtherService() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    if (server_.joinable()) server_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string reply_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread server_;
+};
+
+TEST(StoreClientTest, AServiceThatIsNotAStoreIsNamedWithoutAllocatingItsLength) {
+  // Status 0 and a "length" of 1.4 GB, as the first bytes of some other protocol may read.
+  OtherService service(16, std::string("\x00\x55\x55\x55\x55 some banner\r\n", 18));
+  StoreClient client("127.0.0.1", service.port(), "s", milliseconds(2000));
+  std::string value;
+  bool found = false;
+  Status s = client.Get("k", &value, &found);
+  EXPECT_EQ(s.code(), TUTTI_ERR_INVALID_ARGUMENT) << s.message();
+  EXPECT_NE(s.message().find("is not a tutti rendezvous store"), std::string::npos)
+      << s.message();
+  EXPECT_LT(value.capacity(), size_t(1) << 20);
+}
+
+TEST(StoreClientTest, AnHttpServerIsNotAStore) {
+  OtherService service(16, "HTTP/1.1 400 Bad Request\r\n\r\n");
+  StoreClient client("127.0.0.1", service.port(), "s", milliseconds(2000));
+  Status s = client.Set("k", "v");
+  EXPECT_EQ(s.code(), TUTTI_ERR_INVALID_ARGUMENT) << s.message();
+  EXPECT_NE(s.message().find("is not a tutti rendezvous store (it answered 'HTTP/...')"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(StoreClientTest, ConnectGivesUpAfterTheTimeoutWhenSynsAreDropped) {
+  // A listener that never accepts, with its backlog full: the kernel drops further SYNs, as
+  // a host behind a dropping firewall does. A blocking connect would retry for ~2 minutes.
+  OtherService service(0, "");
+  int filler = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(service.port());
+  ASSERT_EQ(connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  int filler2 = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  connect(filler2, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  StoreClient client("127.0.0.1", service.port(), "s", milliseconds(1500));
+  auto start = std::chrono::steady_clock::now();
+  Status s = client.Set("k", "v");
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(s.code(), TUTTI_ERR_ABORTED) << s.message();
+  EXPECT_NE(s.message().find("TUTTI_GLOO_TIMEOUT_SECONDS"), std::string::npos) << s.message();
+  EXPECT_LT(took, std::chrono::seconds(20));
+  close(filler);
+  close(filler2);
 }
 
 }  // namespace

@@ -36,6 +36,20 @@ CASES = {
                           "--network-interface nosuchif0: no such interface"),
     "unknown_flag": (["-np", "1", "--fusion-threshold", "3"], "unrecognized arguments"),
     "bad_tuning_value": (["-np", "1", "--cycle-time-ms", "fast"], "'fast' is not a number"),
+    # Values the core would refuse on every rank after the job started: refused up front,
+    # against the core's own range table (tutti/common/settings.def).
+    "fusion_threshold_inf": (["-np", "1", "--fusion-threshold-mb", "inf"],
+                             "argument --fusion-threshold-mb: inf is out of range: it must be "
+                             "a number from 0 to 65536 (MiB)"),
+    "stall_warning_zero": (["-np", "1", "--stall-check-warning-time-seconds", "0"],
+                           "0 is out of range: it must be a number from 0.001 to 604800"),
+    "autotune_steps_zero": (["-np", "1", "--autotune-steps-per-sample", "0"],
+                            "0 is out of range: it must be an integer from 1 to 1000000"),
+    "cycle_time_inf": (["-np", "1", "--cycle-time-ms", "inf"],
+                       "argument --cycle-time-ms: inf is out of range"),
+    "cache_capacity_huge": (["-np", "1", "--cache-capacity", "99999999"],
+                            "it must be an integer from 0 to 1048576 (responses)"),
+    "stop_grace_inf": (["-np", "1", "--stop-grace-seconds", "inf"], "infinite"),
 }
 
 

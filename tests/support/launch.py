@@ -38,11 +38,11 @@ def _job_environment(env):
     return job_env
 
 
-def run(argv, env=None, timeout=120):
+def run(argv, env=None, timeout=120, cwd=None):
     """Runs one command in its own session and returns the CompletedProcess (text output)."""
     proc = subprocess.Popen(
         argv, env=_job_environment(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+        stdin=subprocess.DEVNULL, text=True, start_new_session=True, cwd=cwd,
     )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)

@@ -104,6 +104,17 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
         "shared-memory group: invalid options (chunk_bytes must be a positive multiple of 4096, "
         "ring_slots >= 3, small_bytes <= chunk_bytes, timeouts positive)");
   }
+  // The layout multiplies per-rank sizes by the rank count: refuse sizes that would wrap
+  // (a wrapped total maps a segment too small for the offsets computed from it).
+  const size_t kMaxSegmentBytes = size_t(1) << 46;
+  const size_t per_rank_limit = kMaxSegmentBytes / 2 / static_cast<size_t>(size);
+  if (options.scratch_bytes > per_rank_limit ||
+      options.chunk_bytes > per_rank_limit / static_cast<size_t>(options.ring_slots)) {
+    return Status::InvalidArgument(
+        "shared-memory group: a segment for " + std::to_string(size) + " ranks with " +
+        std::to_string(options.scratch_bytes) + " scratch bytes each (TUTTI_SHM_BUFFER_BYTES) " +
+        "would exceed 64 TiB");
+  }
   const Layout layout(size, options.chunk_bytes, options.ring_slots, options.scratch_bytes);
   std::unique_ptr<Group> g(new Group());
   g->rank_ = rank;

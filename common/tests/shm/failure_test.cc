@@ -275,6 +275,12 @@ TEST(ShmFailureTest, DisagreeingCreateFailsEverywhere) {
   EXPECT_EQ(st.code(), TUTTI_ERR_INVALID_ARGUMENT);
   st = Group::Create("/x", 3, 2, Group::Options(), [] { return Status::OK(); }, &g);
   EXPECT_EQ(st.code(), TUTTI_ERR_INVALID_ARGUMENT);
+  // Sizes whose layout would wrap around 64 bits (2^62 scratch bytes on 4 ranks).
+  Group::Options huge;
+  huge.scratch_bytes = size_t(1) << 62;
+  st = Group::Create("/x", 0, 4, huge, [] { return Status::OK(); }, &g);
+  EXPECT_EQ(st.code(), TUTTI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(st.message().find("would exceed 64 TiB"), std::string::npos) << st.message();
   // A group of one works and needs no peers.
   st =
       Group::Create(testing::UniqueName(), 0, 1, Group::Options(), [] { return Status::OK(); }, &g);

@@ -10,7 +10,7 @@ import shlex
 import shutil
 import sys
 
-from . import environment, gloo_job, hosts, mpi_job, network, options, tuning
+from . import environment, gloo_job, hosts, mpi_job, network, options, ranges, tuning
 from .errors import UsageError
 from .output import OutputSink, prepare_log_dir
 from .supervisor import ProcessSpec, Supervisor
@@ -171,6 +171,8 @@ def main(argv=None):
             from . import check_build
 
             return check_build.main(verbose=settings.verbose)
+        # The ranks inherit this environment: a value the core would refuse fails here, once.
+        ranges.check_environment(os.environ, overridden=tuning.environment(settings))
         plan = make_plan(settings)
         return execute(settings, plan).exit_code
     except UsageError as exc:

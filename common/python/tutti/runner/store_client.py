@@ -15,17 +15,26 @@ class StoreError(RuntimeError):
     """The store refused a request or the connection failed."""
 
 
+class _Lost(Exception):
+    """The connection ended before a whole answer arrived."""
+
+
 class StoreClient:
     """One connection to a store; every request carries the job's secret."""
 
     def __init__(self, host, port, secret, timeout=30.0):
         self._secret = secret.encode() if isinstance(secret, str) else bytes(secret)
         self._timeout = timeout
+        self._address = (host, int(port))
+        self._sock = None
+        self._connect()
+
+    def _connect(self):
         try:
-            self._sock = socket.create_connection((host, int(port)), timeout=timeout)
+            self._sock = socket.create_connection(self._address, timeout=self._timeout)
         except OSError as exc:
             raise StoreError("cannot reach the rendezvous store at %s:%s: %s"
-                             % (host, port, exc)) from None
+                             % (self._address + (exc,))) from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     @classmethod
@@ -42,7 +51,8 @@ class StoreClient:
         return cls(host, port, secret, timeout=timeout)
 
     def close(self):
-        self._sock.close()
+        if self._sock is not None:
+            self._sock.close()
 
     def __enter__(self):
         return self
@@ -78,21 +88,37 @@ class StoreClient:
 
     def _request(self, op, key, value):
         key = key.encode() if isinstance(key, str) else bytes(key)
+        message = store.encode_request(op, self._secret, key, bytes(value))
         try:
-            self._sock.sendall(store.encode_request(op, self._secret, key, bytes(value)))
-            header = self._read_exact(5)
-            status = header[0]
-            (length,) = struct.unpack(">I", header[1:])
-            return status, self._read_exact(length)
-        except OSError as exc:
+            return self._exchange(message)
+        except (OSError, _Lost):
+            pass
+        # The store closes connections that stay idle; SET and GET are idempotent, so one
+        # fresh connection gets a second try.
+        self.close()
+        self._connect()
+        try:
+            return self._exchange(message)
+        except (OSError, _Lost) as exc:
             raise StoreError("rendezvous store connection failed: %s" % exc) from None
+
+    def _exchange(self, message):
+        self._sock.sendall(message)
+        header = self._read_exact(5)
+        status = header[0]
+        (length,) = struct.unpack(">I", header[1:])
+        if status > store.STATUS_BAD_REQUEST or (status != store.STATUS_OK and length) \
+                or length > store.MAX_VALUE_BYTES:
+            raise StoreError("the service at %s:%d is not a tutti rendezvous store (it "
+                             "answered %r)" % (self._address + (header,)))
+        return status, self._read_exact(length)
 
     def _read_exact(self, count):
         chunks = []
         while count:
             chunk = self._sock.recv(min(count, 1 << 20))
             if not chunk:
-                raise StoreError("the rendezvous store closed the connection")
+                raise _Lost("the rendezvous store closed the connection")
             chunks.append(chunk)
             count -= len(chunk)
         return b"".join(chunks)

@@ -3,7 +3,9 @@
 The first process that exits non-zero (or dies from a signal) fails the job: the others
 get SIGTERM, then SIGKILL after a grace period, sent to every process of their session
 (see sessions.py), so that no grandchild survives.
-SIGINT, SIGTERM and SIGHUP sent to the launcher stop the job the same way.
+SIGINT, SIGTERM and SIGHUP sent to the launcher stop the job the same way. A launcher that
+dies without stopping the job (SIGKILL, the OOM killer) leaves it to the reaper (reaper.py),
+which stops every session then.
 """
 
 import collections
@@ -13,7 +15,7 @@ import subprocess
 import sys
 import threading
 
-from . import sessions
+from . import reaper, sessions
 
 # One process to start: `stdin_data`, when not None, is written to its stdin, which then
 # stays open for the life of the job (remote_guard stops its rank when stdin closes).
@@ -51,6 +53,7 @@ class Supervisor:
         self._procs = {}
         self._exits = queue.Queue()
         self._signal = None
+        self._reaper = None
 
     def run(self):
         previous = self._install_signal_handlers()
@@ -83,6 +86,7 @@ class Supervisor:
             raise StartError("cannot start %s (%s): %s"
                              % (self._name(spec.rank), spec.argv[0], exc.strerror or exc))
         self._procs[spec.rank] = proc
+        reaper.tell(self._reaper, proc.pid)
         self._sink.attach(spec.rank, "stdout", proc.stdout)
         self._sink.attach(spec.rank, "stderr", proc.stderr)
         if spec.stdin_data is not None:
@@ -100,6 +104,11 @@ class Supervisor:
     def _run(self):
         failed_rank = None
         exit_code = 0
+        try:
+            self._reaper = reaper.start(self._grace)
+        except OSError as exc:
+            self._log("cannot start the reaper (%s); stopping the job" % (exc.strerror or exc))
+            return JobResult(127, None, None)
         try:
             for spec in self._specs:
                 if self._signal is not None:
@@ -144,4 +153,5 @@ class Supervisor:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self._log("%s (pid %d) did not exit after SIGKILL" % (self._name(rank), proc.pid))
+        reaper.finish(self._reaper)
         self._sink.join(timeout=2)

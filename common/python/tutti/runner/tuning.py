@@ -5,7 +5,9 @@ One table serves the command line, the config file, `tutti.runner.run(**settings
 """
 
 import collections
+import math
 
+from . import ranges
 from .errors import UsageError
 
 _MIB = 1024 * 1024
@@ -18,8 +20,8 @@ def non_negative_float(text):
         value = float(text)
     except (TypeError, ValueError):
         raise UsageError("%r is not a number" % (text,)) from None
-    if not value >= 0:
-        raise UsageError("%r is negative (or not a number)" % (text,))
+    if not value >= 0 or not math.isfinite(value):
+        raise UsageError("%r is negative, infinite or not a number" % (text,))
     return value
 
 
@@ -64,13 +66,20 @@ def _tuning(flag, variable, kind, help, to_env=None, metavar=None):
     return Tuning(flag, variable, kind, help, to_env, metavar or _METAVARS.get(kind))
 
 
+def _ranged(flag, variable, help, to_env=None, scale=1.0, unit=None):
+    """A flag whose value the core's range table checks (settings.def)."""
+    name = variable[len("TUTTI_"):]
+    kind = ranges.converter(name, scale, unit)
+    return _tuning(flag, variable, kind, help, to_env,
+                   "N" if ranges.table()[name].integer else "X")
+
+
 TUNINGS = [
-    _tuning("--fusion-threshold-mb", "TUTTI_FUSION_THRESHOLD", non_negative_float,
+    _ranged("--fusion-threshold-mb", "TUTTI_FUSION_THRESHOLD",
             "fusion buffer size in MiB (the variable holds bytes); 0 disables fusion",
-            lambda mb: str(int(mb * _MIB))),
-    _tuning("--cycle-time-ms", "TUTTI_CYCLE_TIME", positive_float,
-            "negotiation cycle period in milliseconds"),
-    _tuning("--cache-capacity", "TUTTI_CACHE_CAPACITY", non_negative_int,
+            lambda mb: str(int(mb * _MIB)), scale=_MIB, unit="MiB"),
+    _ranged("--cycle-time-ms", "TUTTI_CYCLE_TIME", "negotiation cycle period in milliseconds"),
+    _ranged("--cache-capacity", "TUTTI_CACHE_CAPACITY",
             "number of responses kept in the response cache"),
     _tuning("--disable-response-cache", "TUTTI_CACHE_CAPACITY", None,
             "disable the response cache (capacity 0)", lambda on: "0" if on else None),
@@ -86,31 +95,31 @@ TUNINGS = [
             "tune fusion threshold and cycle time while training"),
     _tuning("--autotune-log-file", "TUTTI_AUTOTUNE_LOG", str,
             "CSV file that records every autotuning sample", metavar="FILE"),
-    _tuning("--autotune-warmup-samples", "TUTTI_AUTOTUNE_WARMUP_SAMPLES", non_negative_int,
+    _ranged("--autotune-warmup-samples", "TUTTI_AUTOTUNE_WARMUP_SAMPLES",
             "samples discarded before autotuning starts"),
-    _tuning("--autotune-steps-per-sample", "TUTTI_AUTOTUNE_STEPS_PER_SAMPLE", non_negative_int,
+    _ranged("--autotune-steps-per-sample", "TUTTI_AUTOTUNE_STEPS_PER_SAMPLE",
             "cycles per autotuning sample"),
-    _tuning("--autotune-bayes-opt-max-samples", "TUTTI_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
-            non_negative_int, "maximum samples of the Bayesian optimisation"),
-    _tuning("--autotune-gaussian-process-noise", "TUTTI_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
-            non_negative_float, "noise regularisation of the Gaussian process"),
+    _ranged("--autotune-bayes-opt-max-samples", "TUTTI_AUTOTUNE_BAYES_OPT_MAX_SAMPLES",
+            "maximum samples of the Bayesian optimisation"),
+    _ranged("--autotune-gaussian-process-noise", "TUTTI_AUTOTUNE_GAUSSIAN_PROCESS_NOISE",
+            "noise regularisation of the Gaussian process"),
     _tuning("--no-stall-check", "TUTTI_STALL_CHECK_DISABLE", None,
             "do not warn about ranks that stop submitting a tensor"),
-    _tuning("--stall-check-warning-time-seconds", "TUTTI_STALL_CHECK_TIME_SECONDS",
-            non_negative_int, "warn when some ranks wait this long for the others"),
-    _tuning("--stall-check-shutdown-time-seconds", "TUTTI_STALL_SHUTDOWN_TIME_SECONDS",
-            non_negative_int, "abort the job when a stall lasts this long (0: never)"),
+    _ranged("--stall-check-warning-time-seconds", "TUTTI_STALL_CHECK_TIME_SECONDS",
+            "warn when some ranks wait this long for the others"),
+    _ranged("--stall-check-shutdown-time-seconds", "TUTTI_STALL_SHUTDOWN_TIME_SECONDS",
+            "abort the job when a stall lasts this long (0: never)"),
     _tuning("--log-level", "TUTTI_LOG_LEVEL", log_level,
             "core log level: " + ", ".join(LOG_LEVELS)),
     _tuning("--log-hide-timestamp", "TUTTI_LOG_HIDE_TIME", None,
             "omit timestamps from core log lines"),
-    _tuning("--gloo-timeout-seconds", "TUTTI_GLOO_TIMEOUT_SECONDS", positive_float,
+    _ranged("--gloo-timeout-seconds", "TUTTI_GLOO_TIMEOUT_SECONDS",
             "bound on Gloo rendezvous and collective waits"),
     _tuning("--mpi-threads-disable", "TUTTI_MPI_THREADS_DISABLE", None,
             "initialise MPI without MPI_THREAD_MULTIPLE"),
     _tuning("--thread-affinity", "TUTTI_THREAD_AFFINITY", str,
             "CPU list for the core's background thread", metavar="CPUS"),
-    _tuning("--num-nccl-streams", "TUTTI_NUM_NCCL_STREAMS", non_negative_int,
+    _ranged("--num-nccl-streams", "TUTTI_NUM_NCCL_STREAMS",
             "CUDA streams used by NCCL operations"),
 ]
 
