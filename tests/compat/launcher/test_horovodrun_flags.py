@@ -244,3 +244,15 @@ def test_cluster_under_mpi_has_no_master_host(tmp_path):
     settings = parse("--config-file", config, "-p", "2222", "x")
     assert settings.mpi and settings.master_host is None
     assert settings.hosts == "node-a,node-b" and settings.ssh_port == 2222
+
+
+def test_start_timeout_bounds_each_ssh_connection():
+    from tutti.runner import gloo_job
+
+    settings = parse("-np", "2", "-H", "localhost:1,node-b:1", "--start-timeout", "7", "x")
+    placements = hosts.place(2, [hosts.Host("localhost", 1), hosts.Host("node-b", 1)],
+                             {"localhost": ["127.0.0.1"], "node-b": ["192.0.2.200"]})
+    launches = gloo_job.plan_ranks(placements, ["x"], lambda placement: {}, settings,
+                                   parent_env={}, workdir="/")
+    assert launches[0].spec.argv == ["x"]  # the local rank needs no connection
+    assert "ConnectTimeout=7" in launches[1].spec.argv
