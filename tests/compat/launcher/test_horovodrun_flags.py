@@ -103,8 +103,6 @@ def test_launcher_only_flags():
                                    "hierarchical allgather"),
     (["--mpi-threads-disable"], "--mpi-threads-disable is not supported: the tutti core "
                                 "needs MPI_THREAD_MULTIPLE"),
-    (["--thread-affinity", "0"], "--thread-affinity is not supported: the tutti core does "
-                                 "not pin its background thread"),
     (["--log-with-timestamp"], "--log-with-timestamp is not supported: the core's log lines "
                                "carry no timestamps"),
     (["--no-log-hide-timestamp"], "--log-with-timestamp is not supported"),
@@ -112,6 +110,14 @@ def test_launcher_only_flags():
 def test_settings_the_core_cannot_honour_are_refused(argv, words):
     with pytest.raises(UsageError, match=words):
         parse(*(["-np", "1"] + argv + ["x"]))
+
+
+def test_thread_affinity_reaches_the_core(tmp_path):
+    assert tuning.environment(parse("-np", "2", "--thread-affinity", "0,1", "x")) == {
+        "TUTTI_THREAD_AFFINITY": "0,1"}
+    config = write(tmp_path, "library_options: {thread_affinity: 1}\n")
+    assert tuning.environment(parse("--config-file", config, "-np", "1", "x")) == {
+        "TUTTI_THREAD_AFFINITY": "1"}
 
 
 def test_log_level_reaches_the_core():
@@ -186,7 +192,6 @@ def test_command_line_wins_over_the_sections(tmp_path):
     ("stall_check: {enabled: maybe}\n", "stall_check.enabled must be true or false"),
     ("timeline: [a]\n", "section 'timeline' must be a mapping"),
     ("params: {cycle_time_ms: 2}\ncycle-time-ms: 3\n", "cycle_time_ms is set twice"),
-    ("library_options: {thread_affinity: 1}\n", "--thread-affinity is not supported"),
     ("cluster: {master: a}\n", "cluster must be a list of groups"),
     ("cluster: [{workers: a}]\n", "cluster group 1 must be a mapping with `master`"),
     ("cluster: [{master: [a, b]}]\n", "master must be one host"),
