@@ -13,6 +13,7 @@
 #include "dtype.h"
 #include "fusion_plan.h"
 #include "log.h"
+#include "thread_affinity.h"
 #include "wire_format.h"
 
 namespace tutti {
@@ -65,16 +66,24 @@ Status Context::Create(const Config& config, std::unique_ptr<Context>* context) 
     s = created->StartTimeline(config.timeline_path);
     if (!s.ok()) return s;
   }
-  std::promise<void> started;
-  std::future<void> started_future = started.get_future();
+  int cpu = -1;
+  s = ThreadAffinityCpu(created->topology_.local_rank, created->topology_.local_size, &cpu);
+  if (!s.ok()) return s;
+  std::promise<Status> started;
+  std::future<Status> started_future = started.get_future();
   Context* self = created.get();
-  created->thread_ = std::thread([self, &started] {
+  created->thread_ = std::thread([self, cpu, &started] {
     pthread_setname_np(pthread_self(), "tutti-core");
     self->thread_id_.store(static_cast<int64_t>(syscall(SYS_gettid)));
-    started.set_value();
-    self->Loop();
+    Status pinned = PinCurrentThread(cpu);
+    started.set_value(pinned);
+    if (pinned.ok()) self->Loop();
   });
-  started_future.wait();
+  s = started_future.get();
+  if (!s.ok()) {
+    created->thread_.join();
+    return s;
+  }
   *context = std::move(created);
   return Status::OK();
 }

@@ -103,8 +103,6 @@ def test_launcher_only_flags():
                                    "hierarchical allgather"),
     (["--mpi-threads-disable"], "--mpi-threads-disable is not supported: the tutti core "
                                 "needs MPI_THREAD_MULTIPLE"),
-    (["--thread-affinity", "0"], "--thread-affinity is not supported: the tutti core does "
-                                 "not pin its background thread"),
     (["--log-with-timestamp"], "--log-with-timestamp is not supported: the core's log lines "
                                "carry no timestamps"),
     (["--no-log-hide-timestamp"], "--log-with-timestamp is not supported"),
@@ -112,6 +110,14 @@ def test_launcher_only_flags():
 def test_settings_the_core_cannot_honour_are_refused(argv, words):
     with pytest.raises(UsageError, match=words):
         parse(*(["-np", "1"] + argv + ["x"]))
+
+
+def test_thread_affinity_reaches_the_core(tmp_path):
+    assert tuning.environment(parse("-np", "2", "--thread-affinity", "0,1", "x")) == {
+        "TUTTI_THREAD_AFFINITY": "0,1"}
+    config = write(tmp_path, "library_options: {thread_affinity: 1}\n")
+    assert tuning.environment(parse("--config-file", config, "-np", "1", "x")) == {
+        "TUTTI_THREAD_AFFINITY": "1"}
 
 
 def test_log_level_reaches_the_core():
@@ -186,7 +192,6 @@ def test_command_line_wins_over_the_sections(tmp_path):
     ("stall_check: {enabled: maybe}\n", "stall_check.enabled must be true or false"),
     ("timeline: [a]\n", "section 'timeline' must be a mapping"),
     ("params: {cycle_time_ms: 2}\ncycle-time-ms: 3\n", "cycle_time_ms is set twice"),
-    ("library_options: {thread_affinity: 1}\n", "--thread-affinity is not supported"),
     ("cluster: {master: a}\n", "cluster must be a list of groups"),
     ("cluster: [{workers: a}]\n", "cluster group 1 must be a mapping with `master`"),
     ("cluster: [{master: [a, b]}]\n", "master must be one host"),
@@ -244,3 +249,15 @@ def test_cluster_under_mpi_has_no_master_host(tmp_path):
     settings = parse("--config-file", config, "-p", "2222", "x")
     assert settings.mpi and settings.master_host is None
     assert settings.hosts == "node-a,node-b" and settings.ssh_port == 2222
+
+
+def test_start_timeout_bounds_each_ssh_connection():
+    from tutti.runner import gloo_job
+
+    settings = parse("-np", "2", "-H", "localhost:1,node-b:1", "--start-timeout", "7", "x")
+    placements = hosts.place(2, [hosts.Host("localhost", 1), hosts.Host("node-b", 1)],
+                             {"localhost": ["127.0.0.1"], "node-b": ["192.0.2.200"]})
+    launches = gloo_job.plan_ranks(placements, ["x"], lambda placement: {}, settings,
+                                   parent_env={}, workdir="/")
+    assert launches[0].spec.argv == ["x"]  # the local rank needs no connection
+    assert "ConnectTimeout=7" in launches[1].spec.argv

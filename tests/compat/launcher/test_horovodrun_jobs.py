@@ -135,3 +135,21 @@ def test_refused_flag_names_itself_on_the_command_line():
     assert result.returncode == 2
     assert result.stderr.startswith("tuttirun: error: --hierarchical-allgather is not "
                                     "supported: tutti has no hierarchical allgather")
+
+
+@pytest.mark.parametrize("mode", ["--gloo", "--mpi"])
+def test_thread_affinity_pins_each_local_ranks_core_thread(mode):
+    # One CPU id per local rank, as Horovod reads HOROVOD_THREAD_AFFINITY.
+    result = tuttirun(["-np", "2", mode, "--thread-affinity", "1,0", sys.executable,
+                       worker("workers/thread_affinity.py")], timeout=120)
+    assert result.returncode == 0, describe(result)
+    assert "rank 0 local 0 core thread cpus=1" in result.stdout, describe(result)
+    assert "rank 1 local 1 core thread cpus=0" in result.stdout, describe(result)
+
+
+def test_thread_affinity_with_too_few_cpu_ids_fails_init():
+    result = tuttirun(["-np", "2", "--thread-affinity", "0", sys.executable,
+                       worker("workers/thread_affinity.py")], timeout=120)
+    assert result.returncode != 0, describe(result)
+    assert ("environment variable TUTTI_THREAD_AFFINITY='0' lists 1 CPU id(s) but this host "
+            "runs 2 ranks: give one per local rank") in result.stderr, describe(result)

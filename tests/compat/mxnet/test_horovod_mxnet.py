@@ -21,7 +21,8 @@ def test_mxnet_imports_first_in_the_project_environment():
     # A fresh interpreter of the environment tools/setup creates, importing mxnet before
     # anything else (numpy 1.26 removed the numpy.bool alias MXNet 1.9 uses).
     result = run([sys.executable, "-c", "import mxnet; print(mxnet.__version__)"], timeout=120)
-    assert result.returncode == 0, describe(result)
+    assert result.returncode == 0, (
+        "the start-up hook of tools/setup is missing (run tools/setup)\n" + describe(result))
     assert result.stdout.strip() == "1.9.1"
 
 

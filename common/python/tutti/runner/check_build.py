@@ -38,7 +38,7 @@ def _try_import(module):
     return False, lines[-1] if lines else "import failed with code %d" % probe.returncode
 
 
-def _version():
+def core_version():
     """tutti-core's version, read from its source so that no core library is needed."""
     spec = importlib.util.find_spec("tutti.common")
     locations = (spec.submodule_search_locations or []) if spec else []
@@ -78,7 +78,7 @@ def report(verbose=False):
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(FRAMEWORKS)) as pool:
         imports = list(pool.map(lambda item: _try_import(item[1]), FRAMEWORKS))
     facts, core_error = _core_facts()
-    lines = ["tutti v%s:" % _version(), "", "Available frameworks:"]
+    lines = ["tutti v%s:" % core_version(), "", "Available frameworks:"]
     for (name, module), (ok, reason) in zip(FRAMEWORKS, imports):
         note = "" if ok or not verbose else "  (%s: %s)" % (module, reason)
         lines.append("    %s %s%s" % (_mark(ok), name, note))

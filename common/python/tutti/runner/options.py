@@ -97,9 +97,9 @@ class _InterfacesAction(argparse.Action):
 
 
 def _version():
-    from .check_build import _version as read_version
+    from .check_build import core_version
 
-    return "tutti v%s" % read_version()
+    return "tutti v%s" % core_version()
 
 
 def build_parser():

@@ -118,7 +118,8 @@ TUNINGS = [
     _tuning("--mpi-threads-disable", "TUTTI_MPI_THREADS_DISABLE", None,
             "initialise MPI without MPI_THREAD_MULTIPLE"),
     _tuning("--thread-affinity", "TUTTI_THREAD_AFFINITY", str,
-            "CPU list for the core's background thread", metavar="CPUS"),
+            "CPU ids for the core's background thread, one per local rank (e.g. 0,1)",
+            metavar="CPUS"),
     _ranged("--num-nccl-streams", "TUTTI_NUM_NCCL_STREAMS",
             "CUDA streams used by NCCL operations"),
 ]
@@ -140,9 +141,7 @@ SWITCH_SPELLINGS = {
 }
 
 # Settings the core cannot honour. tuttirun refuses them instead of passing on a variable
-# that nothing reads: settings attribute -> (refused value, or ANY_VALUE; how the refusal
-# names it; why).
-ANY_VALUE = object()
+# that nothing reads: settings attribute -> (refused value; how the refusal names it; why).
 UNSUPPORTED = {
     "hierarchical_allgather": (
         True, "--hierarchical-allgather",
@@ -152,10 +151,6 @@ UNSUPPORTED = {
         True, "--mpi-threads-disable",
         "the tutti core needs MPI_THREAD_MULTIPLE, since framework threads and the core's "
         "thread both call MPI"),
-    "thread_affinity": (
-        ANY_VALUE, "--thread-affinity",
-        "the tutti core does not pin its background thread; place the whole rank with "
-        "taskset or numactl around the command instead"),
     "log_hide_timestamp": (
         False, "--log-with-timestamp",
         "the core's log lines carry no timestamps (as with --log-without-timestamp)"),
@@ -166,7 +161,7 @@ def check_supported(settings):
     """Raises UsageError for the first setting that the core cannot honour."""
     for name, (refused, shown, why) in UNSUPPORTED.items():
         value = getattr(settings, name, None)
-        if value is not None and (refused is ANY_VALUE or value == refused):
+        if value is not None and value == refused:
             raise UsageError("%s is not supported: %s" % (shown, why))
 
 

@@ -68,6 +68,11 @@ def main():
     out = hvd.alltoall(mx.nd.array([rank]), name="a2a.short")
     np.testing.assert_array_equal(out.asnumpy(), [r for r in range(size)] if rank == 0 else [])
 
+    # Horovod's positional order of DistributedOptimizer's arguments.
+    optimizer = hvd.DistributedOptimizer(mx.optimizer.SGD(learning_rate=0.1), 1.0, 0,
+                                         hvd.global_process_set)
+    assert optimizer.learning_rate == 0.1
+
     # The job keeps working after the refused calls.
     summed = allreduce_(mx.nd.ones((3,)), op=hvd.Sum, name="after")
     np.testing.assert_array_equal(summed.asnumpy(), [size] * 3)

@@ -36,8 +36,10 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
     order they are created.
     """
 
-    def __init__(self, optimizer, gradient_predivide_factor=1.0, num_groups=0, prefix=None,
-                 compression=Compression.none, process_set=global_process_set):
+    # Horovod's positional order first (optimizer, gradient_predivide_factor, num_groups,
+    # process_set), then tutti's additions.
+    def __init__(self, optimizer, gradient_predivide_factor=1.0, num_groups=0,
+                 process_set=global_process_set, prefix=None, compression=Compression.none):
         if not isinstance(optimizer, mx.optimizer.Optimizer):
             raise TypeError("DistributedOptimizer wraps an mx.optimizer.Optimizer, got %s"
                             % type(optimizer).__name__)
