@@ -19,6 +19,7 @@ from .exceptions import (
 )
 from .basics import (
     DTYPE,
+    Adasum,
     Average,
     Max,
     Min,
@@ -80,6 +81,7 @@ __all__ = [
     "ReduceOp",
     "Average",
     "Sum",
+    "Adasum",
     "Min",
     "Max",
     "Product",

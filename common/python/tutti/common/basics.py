@@ -9,20 +9,37 @@ from .exceptions import NotInitializedError
 
 
 class ReduceOp(enum.IntEnum):
-    """Reduction applied by allreduce; the values are tutti_reduce_op of the C ABI."""
+    """Reduction applied by allreduce, numbered as Horovod 0.28.1 numbers its constants;
+    c_reduce_op() gives the C ABI's tutti_reduce_op."""
 
     Average = 0
     Sum = 1
-    Min = 2
-    Max = 3
-    Product = 4
+    Adasum = 2
+    Min = 3
+    Max = 4
+    Product = 5
 
 
 Average = ReduceOp.Average
 Sum = ReduceOp.Sum
+Adasum = ReduceOp.Adasum
 Min = ReduceOp.Min
 Max = ReduceOp.Max
 Product = ReduceOp.Product
+
+# ReduceOp -> tutti_reduce_op of the C ABI (c_api.h), and back.
+_C_REDUCE_OP = {Average: 0, Sum: 1, Min: 2, Max: 3, Product: 4, Adasum: 5}
+_FROM_C_REDUCE_OP = {code: op for op, code in _C_REDUCE_OP.items()}
+
+
+def c_reduce_op(op):
+    """The C ABI's tutti_reduce_op code of ReduceOp `op`."""
+    return _C_REDUCE_OP[ReduceOp(op)]
+
+
+def reduce_op_from_c(code):
+    """The ReduceOp of a C ABI tutti_reduce_op code."""
+    return _FROM_C_REDUCE_OP[int(code)]
 
 # Element type name -> tutti_dtype code of the C ABI.
 DTYPE = {
@@ -208,5 +225,6 @@ def resolve_reduce_op(op=None, average=None):
         return ReduceOp(op)
     except ValueError:
         raise ValueError(
-            "op must be one of hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product; got %r" % (op,)
+            "op must be one of hvd.Average, hvd.Sum, hvd.Adasum, hvd.Min, hvd.Max, "
+            "hvd.Product; got %r" % (op,)
         ) from None
