@@ -11,6 +11,7 @@ import numbers
 
 import torch
 from tutti.common import process_sets
+from tutti.common.basics import c_reduce_op
 from tutti.common.exceptions import InvalidArgumentError, error_for_status
 
 from ._native import ops
@@ -83,7 +84,7 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
     alltoall's received splits or join's last rank."""
     set_id = process_sets.request_id(process_set)
     handle = call(ops.enqueue, collective, check_name(name), kind, set_id, inputs, outputs,
-                  int(op), float(prescale), float(postscale), int(root_rank), splits)
+                  c_reduce_op(op), float(prescale), float(postscale), int(root_rank), splits)
     _finishers[handle] = finish
     return handle
 
