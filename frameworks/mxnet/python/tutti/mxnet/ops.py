@@ -106,7 +106,7 @@ def push(collective, inputs, outputs, name, set_id, op=basics.ReduceOp.Sum, pres
         split_buffer = (ctypes.c_int32 * max(len(splits), 1))(*splits)
     status = _native.lib.tutti_mxnet_enqueue_async(
         int(collective), input_handles, output_handles, count, name.encode("utf-8"),
-        int(set_id), int(op), float(prescale), float(postscale), int(root_rank),
+        int(set_id), basics.c_reduce_op(op), float(prescale), float(postscale), int(root_rank),
         split_buffer, 0 if splits is None else len(splits), int(priority),
     )
     if status != 0:

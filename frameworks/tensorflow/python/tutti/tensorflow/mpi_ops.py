@@ -9,7 +9,7 @@ collectives.py adds compression, sparse tensors, mixed dtypes and argument check
 
 import tensorflow as tf
 from tutti.common import core
-from tutti.common.basics import Average, ReduceOp, Sum
+from tutti.common.basics import Average, ReduceOp, Sum, c_reduce_op, reduce_op_from_c
 
 from . import naming
 from .native import ops as _ops
@@ -19,7 +19,7 @@ _REDUCE_OP_NAMES = ", ".join("hvd.%s" % op.name for op in ReduceOp)
 
 def _reduce_op_code(op):
     try:
-        return int(ReduceOp(op))
+        return c_reduce_op(op)
     except ValueError:
         raise ValueError("op must be one of %s, not %r" % (_REDUCE_OP_NAMES, op)) from None
 
@@ -145,7 +145,7 @@ def _set_size(process_set_id):
 
 
 def _reduce_attrs(op):
-    return (ReduceOp(op.get_attr("reduce_op")), op.get_attr("prescale_factor"),
+    return (reduce_op_from_c(op.get_attr("reduce_op")), op.get_attr("prescale_factor"),
             op.get_attr("postscale_factor"), op.get_attr("process_set"))
 
 
@@ -167,12 +167,13 @@ def _allreduce_gradients(op, grads, grouped):
 
     Sum and Average: the total loss is the sum of the ranks' losses, so each input
     receives the same reduction (same op and scale factors) of the output gradients.
+    Adasum: the same reduction of the output gradients too, as Horovod does.
     Min and Max (unscaled): the summed output gradient flows to the inputs that were
     selected, i.e. equal the result; ties each receive it in full.
     """
     reduce_op, prescale, postscale, set_id = _reduce_attrs(op)
     reduce = _grouped_allreduce if grouped else (lambda g, *a, **k: [_allreduce(g[0], *a, **k)])
-    if reduce_op in (Sum, Average):
+    if reduce_op in (Sum, Average, ReduceOp.Adasum):
         return reduce(list(grads), reduce_op, prescale, postscale, process_set_id=set_id)
     if reduce_op in (ReduceOp.Min, ReduceOp.Max) and prescale == 1.0 and postscale == 1.0:
         summed = reduce(list(grads), Sum, process_set_id=set_id)
