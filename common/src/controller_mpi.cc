@@ -223,9 +223,11 @@ class MpiController : public Controller {
     const int64_t kMaxChunk = int64_t(1) << 30;
     const char* out = static_cast<const char*>(send);
     char* in = static_cast<char*>(recv);
+    auto chunk = [&](int64_t bytes, int64_t done) {
+      return static_cast<int>(std::max<int64_t>(0, std::min(kMaxChunk, bytes - done)));
+    };
     for (int64_t done = 0; s.ok() && done < std::max(send_bytes, recv_bytes); done += kMaxChunk) {
-      const int send_chunk = static_cast<int>(std::max<int64_t>(0, std::min(kMaxChunk, send_bytes - done)));
-      const int recv_chunk = static_cast<int>(std::max<int64_t>(0, std::min(kMaxChunk, recv_bytes - done)));
+      const int send_chunk = chunk(send_bytes, done), recv_chunk = chunk(recv_bytes, done);
       s = MpiCall(MPI_Sendrecv(out + (send_chunk > 0 ? done : 0), send_chunk, MPI_BYTE, peer,
                                kSendRecvTag, in + (recv_chunk > 0 ? done : 0), recv_chunk,
                                MPI_BYTE, peer, kSendRecvTag, comm, MPI_STATUS_IGNORE),

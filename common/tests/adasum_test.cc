@@ -157,7 +157,9 @@ void CheckAgainstReference(tutti_dtype dtype, int size, const std::vector<int64_
 const std::vector<int64_t> kCounts = {0, 1, 2, 7, 33, 100, 5};
 
 TEST(AdasumTest, MatchesReferenceFloat64) {
-  for (int size : {1, 2, 4, 8}) CheckAgainstReference<double>(TUTTI_FLOAT64, size, kCounts, 1e-12, 1);
+  for (int size : {1, 2, 4, 8}) {
+    CheckAgainstReference<double>(TUTTI_FLOAT64, size, kCounts, 1e-12, 1);
+  }
 }
 
 TEST(AdasumTest, MatchesReferenceFloat32) {
@@ -178,8 +180,12 @@ TEST(AdasumTest, PairOfKnownVectors) {
   std::vector<double> a = {1, 0}, b = {1, 1}, sa(2), sb(2);
   Mailbox mailbox(2);
   Status s0, s1;
-  std::thread t0([&] { s0 = adasum::Allreduce(0, 2, TUTTI_FLOAT64, a.data(), {2}, sa.data(), mailbox.For(0)); });
-  std::thread t1([&] { s1 = adasum::Allreduce(1, 2, TUTTI_FLOAT64, b.data(), {2}, sb.data(), mailbox.For(1)); });
+  std::thread t0([&] {
+    s0 = adasum::Allreduce(0, 2, TUTTI_FLOAT64, a.data(), {2}, sa.data(), mailbox.For(0));
+  });
+  std::thread t1([&] {
+    s1 = adasum::Allreduce(1, 2, TUTTI_FLOAT64, b.data(), {2}, sb.data(), mailbox.For(1));
+  });
   t0.join();
   t1.join();
   ASSERT_TRUE(s0.ok() && s1.ok());
@@ -214,13 +220,14 @@ TEST(AdasumTest, Kernels) {
 
 TEST(AdasumTest, RefusesWhatHorovodRefuses) {
   std::vector<float> data(4), scratch(4);
-  Status s = adasum::Allreduce(0, 3, TUTTI_FLOAT32, data.data(), {4}, scratch.data(),
-                               [](int, const void*, int64_t, void*, int64_t) { return Status::OK(); });
+  const adasum::Exchange nothing = [](int, const void*, int64_t, void*, int64_t) {
+    return Status::OK();
+  };
+  Status s = adasum::Allreduce(0, 3, TUTTI_FLOAT32, data.data(), {4}, scratch.data(), nothing);
   EXPECT_EQ(s.code(), TUTTI_ERR_UNSUPPORTED);
   EXPECT_NE(s.message().find("power of two"), std::string::npos) << s.message();
   std::vector<int32_t> ints(4);
-  s = adasum::Allreduce(0, 2, TUTTI_INT32, ints.data(), {4}, scratch.data(),
-                        [](int, const void*, int64_t, void*, int64_t) { return Status::OK(); });
+  s = adasum::Allreduce(0, 2, TUTTI_INT32, ints.data(), {4}, scratch.data(), nothing);
   EXPECT_EQ(s.code(), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_NE(s.message().find("float16, float32 and float64 only, not int32"), std::string::npos)
       << s.message();

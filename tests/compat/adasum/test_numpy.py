@@ -31,6 +31,17 @@ def test_adasum_over_the_transport_without_shared_memory(controller):
     run(controller, 4, env={"TUTTI_SHM": "off"})
 
 
+def test_adasum_on_two_simulated_hosts():
+    # Ranks 0-1 and 2-3 on two hosts: the global set's pairwise steps cross the hosts over
+    # Gloo, the process set [0, 1] stays in one host's shared memory.
+    run_gloo = launch.worker("../../../common/tests/run_gloo.py")
+    result = launch.run([sys.executable, run_gloo, "-np", "4", "--hosts", "2", "--timeout",
+                         "200", "--", sys.executable, WORKER], timeout=240)
+    assert result.returncode == 0, launch.describe(result)
+    for rank in range(4):
+        assert "rank %d/4: ALL OK" % rank in result.stdout, launch.describe(result)
+
+
 def test_adasum_without_response_cache():
     run("gloo", 2, env={"TUTTI_CACHE_CAPACITY": "0"})
 

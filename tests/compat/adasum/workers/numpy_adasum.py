@@ -45,9 +45,17 @@ def dtypes_and_shapes(rank):
             got = hvd.allreduce(per_rank[rank], op=hvd.Adasum, name="shapes.%d" % seed)
             assert got.dtype == dtype, got.dtype
             check(got, per_rank, "allreduce %s %s" % (np.dtype(dtype).name, shape))
+            same_everywhere(got, "shapes.%d" % seed)
             in_place = per_rank[rank].copy()
             hvd.allreduce_(in_place, op=hvd.Adasum, name="in_place.%d" % seed)
             check(in_place, per_rank, "allreduce_ %s %s" % (np.dtype(dtype).name, shape))
+
+
+def same_everywhere(result, what):
+    """Every rank got the same bits."""
+    gathered = hvd.allgather(result.reshape(1, -1), name="same." + what)
+    if not all(np.array_equal(gathered[0], row) for row in gathered):
+        raise AssertionError("%s: the ranks' results differ" % what)
 
 
 def grouped_keeps_tensors_apart(rank):
