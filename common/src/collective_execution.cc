@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "adasum.h"
 #include "collective_plan.h"
 #include "dtype.h"
 #include "reduce_kernels.h"
@@ -56,6 +57,10 @@ Status CollectiveExecutor::ExecuteJoined(const Response& response) {
   const size_t bytes = total * DtypeSize(response.dtype);
   char* zeros = Scratch(bytes);
   std::memset(zeros, 0, bytes);
+  if (response.reduce_op == TUTTI_REDUCE_ADASUM) {
+    // A zero vector leaves its partner unchanged, so the joined rank adds nothing.
+    return Adasum(response.process_set, zeros, response.dtype, response.counts);
+  }
   return controller_->Allreduce(response.process_set, zeros, total, response.dtype,
                                 WireOp(response.reduce_op));
 }
@@ -99,7 +104,14 @@ Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
   ScaleInPlace(meta.dtype, buffer, total, meta.prescale);
   if (fused) Trace(ops, "fusion_copy_in", start);
   start = Clock::now();
-  Status s = controller_->Allreduce(set, buffer, total, meta.dtype, WireOp(meta.reduce_op));
+  Status s;
+  if (meta.reduce_op == TUTTI_REDUCE_ADASUM) {
+    std::vector<int64_t> counts;  // Adasum combines each tensor separately
+    for (const TensorView* t : tensors) counts.push_back(ElementCount(t->shape));
+    s = Adasum(set, buffer, meta.dtype, counts);
+  } else {
+    s = controller_->Allreduce(set, buffer, total, meta.dtype, WireOp(meta.reduce_op));
+  }
   Trace(ops, "allreduce", start,
         "\"tensors\": " + std::to_string(tensors.size()) + ", \"bytes\": " +
             std::to_string(total_bytes));
@@ -233,6 +245,21 @@ Status CollectiveExecutor::Allocate(const PendingOp& op, int index,
                             std::to_string(index));
   }
   return Status::OK();
+}
+
+Status CollectiveExecutor::Adasum(int32_t set, void* buffer, tutti_dtype dtype,
+                                  const std::vector<int64_t>& counts) {
+  const int set_size = sets_->Size(set);
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  const size_t bytes = total * DtypeSize(dtype);
+  if (adasum_scratch_.size() < bytes) adasum_scratch_.resize(bytes);
+  auto exchange = [&](int peer, const void* send, int64_t send_bytes, void* recv,
+                      int64_t recv_bytes) {
+    return controller_->SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
+  };
+  return adasum::Allreduce(sets_->RankIn(set, rank_), set_size, dtype, buffer, counts,
+                           adasum_scratch_.data(), exchange);
 }
 
 char* CollectiveExecutor::FusionBuffer(size_t bytes) {

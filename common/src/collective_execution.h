@@ -48,6 +48,8 @@ class CollectiveExecutor {
   // Calls the request's allocate callback for output `index`.
   Status Allocate(const PendingOp& op, int index, const std::vector<int64_t>& shape,
                   int64_t bytes, void** data);
+  // Adasum-reduces `buffer` (tensors of `counts` elements back to back) over set `set`.
+  Status Adasum(int32_t set, void* buffer, tutti_dtype dtype, const std::vector<int64_t>& counts);
   // A scratch buffer of at least `bytes`, reused across requests.
   char* Scratch(size_t bytes);
   // The fusion buffer, reused across cycles (fresh pages are several times slower to fill).
@@ -63,6 +65,7 @@ class CollectiveExecutor {
   Timeline* timeline_;
   std::vector<char> scratch_;
   std::vector<char> fusion_;
+  std::vector<char> adasum_scratch_;  // what Adasum receives from its peers
 };
 
 }  // namespace tutti

@@ -40,4 +40,12 @@ Status Controller::ReduceScatter(int32_t set, int set_rank, void* buffer,
   return Status::OK();
 }
 
+Status Controller::SendRecv(int32_t set, int set_size, int peer, const void* send,
+                            int64_t send_bytes, void* recv, int64_t recv_bytes) {
+  std::vector<int64_t> send_counts(set_size, 0), recv_counts(set_size, 0);
+  send_counts[peer] = send_bytes;
+  recv_counts[peer] = recv_bytes;
+  return Alltoallv(set, send, send_counts, recv, recv_counts, 1);
+}
+
 }  // namespace tutti

@@ -70,6 +70,11 @@ class Controller {
                                const std::vector<int64_t>& counts, void* output,
                                tutti_dtype dtype, tutti_reduce_op op);
   virtual Status Barrier(int32_t set) = 0;
+  // Swaps data with rank `peer` of the set (of `set_size` ranks): sends send_bytes at `send`,
+  // receives recv_bytes into `recv`. Every member calls it at the same step, each with its
+  // own peer (Adasum's pairwise steps). Default: an Alltoallv with only the peer's counts.
+  virtual Status SendRecv(int32_t set, int set_size, int peer, const void* send,
+                          int64_t send_bytes, void* recv, int64_t recv_bytes);
 
   // Memory the transport prefers as the fusion buffer of set `set` (an allreduce on it may
   // skip a copy), or null: use your own. Same answer on every member for the same bytes.

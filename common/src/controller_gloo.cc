@@ -261,6 +261,15 @@ class GlooController : public Controller {
     });
   }
 
+  Status SendRecv(int32_t set, int, int peer, const void* send, int64_t send_bytes, void* recv,
+                  int64_t recv_bytes) override {
+    return Guard("send/receive", [&] {
+      if (auto context = SetContext(set)) {
+        GlooSendRecv(context, peer, send, send_bytes, recv, recv_bytes);
+      }
+    });
+  }
+
   Status Barrier(int32_t set) override {
     return Guard("barrier", [&] {
       if (auto context = SetContext(set)) GlooBarrier(context);

@@ -156,6 +156,16 @@ class SharedMemoryController : public Controller {
     return inner_->Barrier(set);
   }
 
+  Status SendRecv(int32_t set, int set_size, int peer, const void* send, int64_t send_bytes,
+                  void* recv, int64_t recv_bytes) override {
+    // Within one host: the group's alltoall (Controller's default); across hosts: the
+    // wrapped transport's point-to-point exchange.
+    if (Local(set) != nullptr) {
+      return Controller::SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
+    }
+    return inner_->SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
+  }
+
   void* FusionBuffer(int32_t set, size_t bytes) override {
     SetPlan* plan = Local(set);
     return plan != nullptr ? plan->group->ScratchBuffer(bytes) : nullptr;

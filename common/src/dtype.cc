@@ -44,7 +44,7 @@ const char* DtypeName(tutti_dtype dtype) {
   return "invalid";
 }
 
-bool IsValidReduceOp(int op) { return op >= TUTTI_REDUCE_AVERAGE && op <= TUTTI_REDUCE_PRODUCT; }
+bool IsValidReduceOp(int op) { return op >= TUTTI_REDUCE_AVERAGE && op <= TUTTI_REDUCE_ADASUM; }
 
 const char* ReduceOpName(tutti_reduce_op op) {
   switch (op) {
@@ -53,6 +53,7 @@ const char* ReduceOpName(tutti_reduce_op op) {
     case TUTTI_REDUCE_MIN: return "min";
     case TUTTI_REDUCE_MAX: return "max";
     case TUTTI_REDUCE_PRODUCT: return "product";
+    case TUTTI_REDUCE_ADASUM: return "adasum";
   }
   return "invalid";
 }

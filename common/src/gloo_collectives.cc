@@ -190,6 +190,23 @@ void GlooReduceScatter(const GlooContext& context, void* buffer,
 
 void GlooBarrier(const GlooContext& context) { gloo::BarrierAllToAll(context).run(); }
 
+void GlooSendRecv(const GlooContext& context, int peer, const void* send, int64_t send_bytes,
+                  void* recv, int64_t recv_bytes) {
+  const uint64_t slot = context->nextSlot();  // on every rank, so slots stay in step
+  const auto timeout = context->getTimeout();
+  std::unique_ptr<gloo::transport::UnboundBuffer> out, in;
+  if (recv_bytes > 0) {
+    in = context->createUnboundBuffer(recv, static_cast<size_t>(recv_bytes));
+    in->recv(peer, slot);
+  }
+  if (send_bytes > 0) {
+    out = context->createUnboundBuffer(const_cast<void*>(send), static_cast<size_t>(send_bytes));
+    out->send(peer, slot);
+  }
+  if (in && !in->waitRecv(timeout)) throw std::runtime_error("receive was aborted");
+  if (out && !out->waitSend(timeout)) throw std::runtime_error("send was aborted");
+}
+
 void GlooWarmUp(const GlooContext& context) {
   // The sizing happens on the legacy (bound) buffer path, so warm up through it: one send
   // buffer and one receive buffer per peer on a fresh slot.

@@ -34,6 +34,10 @@ void GlooReduceScatter(const GlooContext& context, void* buffer,
                        const std::vector<int64_t>& counts, void* output, tutti_dtype dtype,
                        tutti_reduce_op op, std::vector<char>* scratch);
 void GlooBarrier(const GlooContext& context);
+// Sends send_bytes at `send` to rank `peer` and receives recv_bytes from it into `recv`.
+// Every rank of the context calls it at the same step (it takes one slot of the context).
+void GlooSendRecv(const GlooContext& context, int peer, const void* send, int64_t send_bytes,
+                  void* recv, int64_t recv_bytes);
 // Sends one large message each way on every pair of a freshly connected context. Gloo's TCP
 // pair sizes its socket's send buffer from the first message it sends and only grows it for
 // messages larger than the kernel's answer; a small first message (a barrier) would leave

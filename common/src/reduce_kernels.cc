@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "adasum.h"
+
 namespace tutti {
 namespace {
 
@@ -62,6 +64,10 @@ Status CheckReduction(tutti_dtype dtype, tutti_reduce_op op, double prescale, do
   }
   if (!std::isfinite(prescale) || !std::isfinite(postscale)) {
     return Status::InvalidArgument("prescale and postscale must be finite");
+  }
+  if (op == TUTTI_REDUCE_ADASUM && !adasum::SupportsDtype(dtype)) {
+    return Status::InvalidArgument(std::string("ADASUM is defined for float16, float32 and "
+                                               "float64 tensors only, not ") + DtypeName(dtype));
   }
   if (dtype == TUTTI_BOOL) {
     if (op == TUTTI_REDUCE_AVERAGE) {

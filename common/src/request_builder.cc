@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "adasum.h"
 #include "dtype.h"
 #include "reduce_kernels.h"
 
@@ -89,6 +90,18 @@ Status CheckTensors(const tutti_request& r, Collective c, PendingOp* op) {
   return Status::OK();
 }
 
+Status CheckAdasum(Collective c, int set_size) {
+  if (c != Collective::kAllreduce) {
+    return Status::InvalidArgument("ADASUM is an allreduce operation; " +
+                                   std::string(CollectiveName(c)) + " does not support it");
+  }
+  if (!adasum::IsPowerOfTwo(set_size)) {
+    return Status::Unsupported("ADASUM needs a process set whose size is a power of two; this "
+                               "one has " + std::to_string(set_size) + " ranks");
+  }
+  return Status::OK();
+}
+
 Status CheckSplits(const tutti_request& r, int set_size, PendingOp* op) {
   const int64_t rows = op->meta.shapes[0][0];
   if (r.splits == nullptr) {
@@ -137,6 +150,10 @@ Status Build(const tutti_request& r, int rank, const ProcessSetRegistry& sets, P
   if (Reduces(c)) {
     s = CheckReduction(op->meta.dtype, r.reduce_op, r.prescale, r.postscale);
     if (!s.ok()) return s;
+    if (r.reduce_op == TUTTI_REDUCE_ADASUM) {
+      s = CheckAdasum(c, set_size);
+      if (!s.ok()) return s;
+    }
     op->meta.reduce_op = r.reduce_op;
     op->meta.prescale = r.prescale;
     op->meta.postscale = r.postscale;

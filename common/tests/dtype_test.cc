@@ -22,7 +22,9 @@ TEST(DtypeTest, SizesAndNames) {
   EXPECT_TRUE(IsValidDtype(TUTTI_BOOL));
   EXPECT_FALSE(IsValidDtype(11));
   EXPECT_STREQ(ReduceOpName(TUTTI_REDUCE_PRODUCT), "product");
-  EXPECT_FALSE(IsValidReduceOp(5));
+  EXPECT_STREQ(ReduceOpName(TUTTI_REDUCE_ADASUM), "adasum");
+  EXPECT_TRUE(IsValidReduceOp(5));  // ADASUM
+  EXPECT_FALSE(IsValidReduceOp(6));
 }
 
 TEST(DtypeTest, HalfExactValues) {

@@ -57,13 +57,19 @@ typedef enum {
   TUTTI_BOOL = 10
 } tutti_dtype;
 
-/* Reduction applied by allreduce. The numbering is part of the ABI. */
+/* Reduction applied by allreduce. The numbering is part of the ABI (Horovod's Python
+ * constants are numbered differently; each plugin maps them). */
 typedef enum {
   TUTTI_REDUCE_AVERAGE = 0,
   TUTTI_REDUCE_SUM = 1,
   TUTTI_REDUCE_MIN = 2,
   TUTTI_REDUCE_MAX = 3,
-  TUTTI_REDUCE_PRODUCT = 4
+  TUTTI_REDUCE_PRODUCT = 4,
+  /* Adaptive summation (addition to version 1): allreduce only, float16/32/64, a process
+   * set whose size is a power of two. Pairs of partial results a, b are combined per
+   * tensor as (1 - a.b / 2|a|^2) a + (1 - a.b / 2|b|^2) b by recursive vector halving,
+   * distance doubling; see docs/adasum.md. */
+  TUTTI_REDUCE_ADASUM = 5
 } tutti_reduce_op;
 
 /* A dense, C-contiguous tensor in host memory. The core never frees `data`

@@ -276,7 +276,8 @@ Status Group::AllreduceDirect(char* buffer, int64_t count, size_t es, tutti_dtyp
 Status Group::AllreduceImpl(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op,
                             int64_t want_begin, int64_t want_end) {
   if (failed_.load(std::memory_order_acquire)) return status();
-  if (!IsValidDtype(dtype) || !IsValidReduceOp(op) || op == TUTTI_REDUCE_AVERAGE) {
+  if (!IsValidDtype(dtype) || !IsValidReduceOp(op) || op == TUTTI_REDUCE_AVERAGE ||
+      op == TUTTI_REDUCE_ADASUM) {
     return Fail(Status::InvalidArgument(
         "shared-memory allreduce: dtype " + std::to_string(static_cast<int>(dtype)) + " / op " +
         std::to_string(static_cast<int>(op)) + " unsupported (SUM, MIN, MAX, PRODUCT only)"));

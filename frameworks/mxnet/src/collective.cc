@@ -227,7 +227,7 @@ void Deduplicate(std::vector<NDArrayHandle>* reads, std::vector<NDArrayHandle>* 
   *reads = unique_reads;
 }
 
-bool ValidOp(int op) { return op >= TUTTI_REDUCE_AVERAGE && op <= TUTTI_REDUCE_PRODUCT; }
+bool ValidOp(int op) { return op >= TUTTI_REDUCE_AVERAGE && op <= TUTTI_REDUCE_ADASUM; }
 
 // Takes our own reference to `array` (sharing its storage) into `*handle`.
 bool Reference(NDArrayHandle array, const char* what, NDArrayHandle* handle) {

@@ -134,10 +134,10 @@ class CollectiveOp : public tf::AsyncOpKernel {
       OP_REQUIRES_OK(context, context->GetAttr("reduce_op", &reduce_op));
       OP_REQUIRES_OK(context, context->GetAttr("prescale_factor", &prescale));
       OP_REQUIRES_OK(context, context->GetAttr("postscale_factor", &postscale));
-      OP_REQUIRES(context, reduce_op >= TUTTI_REDUCE_AVERAGE && reduce_op <= TUTTI_REDUCE_PRODUCT,
+      OP_REQUIRES(context, reduce_op >= TUTTI_REDUCE_AVERAGE && reduce_op <= TUTTI_REDUCE_ADASUM,
                   tf::errors::InvalidArgument(type_string(), ": reduce_op must be 0 (average), ",
-                                              "1 (sum), 2 (min), 3 (max) or 4 (product), not ",
-                                              reduce_op));
+                                              "1 (sum), 2 (min), 3 (max), 4 (product) or 5 ",
+                                              "(adasum), not ", reduce_op));
       reduce_op_ = static_cast<tutti_reduce_op>(reduce_op);
       prescale_ = prescale;
       postscale_ = postscale;

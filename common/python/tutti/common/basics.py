@@ -35,6 +35,7 @@ _CORE_REDUCE_OP = {
     ReduceOp.Min: 2,
     ReduceOp.Max: 3,
     ReduceOp.Product: 4,
+    ReduceOp.Adasum: 5,
 }
 _FROM_CORE_REDUCE_OP = {code: op for op, code in _CORE_REDUCE_OP.items()}
 
@@ -44,9 +45,6 @@ def core_reduce_op(op):
     frontend passes reductions to the core through this function."""
     code = _CORE_REDUCE_OP.get(op)
     if code is None:
-        if op == ReduceOp.Adasum:
-            raise UnsupportedError("op=Adasum is not supported by this build of the tutti "
-                                   "core; use op=Average or op=Sum")
         raise InvalidArgumentError(
             "op must be one of %s; got %r" % (", ".join("hvd." + o.name for o in ReduceOp), op))
     return code
@@ -55,6 +53,7 @@ def core_reduce_op(op):
 def reduce_op_from_core(code):
     """The ReduceOp for a C ABI tutti_reduce_op code (inverse of core_reduce_op)."""
     return _FROM_CORE_REDUCE_OP[int(code)]
+
 
 # Element type name -> tutti_dtype code of the C ABI.
 DTYPE = {

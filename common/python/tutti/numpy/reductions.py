@@ -2,7 +2,7 @@
 
 import numpy
 
-from tutti.common import core
+from tutti.common import adasum, core
 from tutti.common.basics import Average
 from tutti.common.process_sets import global_process_set
 
@@ -13,6 +13,8 @@ from .control import synchronize
 def _reduce_async(collective, kind, sources, outputs, op, name, prescale_factor,
                   postscale_factor, process_set, grouped):
     op = requests.reduce_op(op)
+    if collective == core.ALLREDUCE:
+        adasum.check_ranks(op, process_set)
     prescale = requests.scale_factor(prescale_factor, "prescale_factor")
     postscale = requests.scale_factor(postscale_factor, "postscale_factor")
     if outputs is not None:  # allreduce: results land in the given arrays
@@ -52,7 +54,7 @@ def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_facto
               process_set=global_process_set):
     """Reduces `array` over the ranks of `process_set` and returns the result as a new array.
 
-    op: Average, Sum, Min, Max or Product. prescale_factor multiplies the input before
+    op: Average, Sum, Adasum, Min, Max or Product. prescale_factor multiplies the input before
     the reduction and postscale_factor the result after it. `name` identifies the request
     across ranks; when omitted, requests are numbered in call order.
     """

@@ -1,6 +1,6 @@
 """Reductions of NDArrays: allreduce and reducescatter, single and grouped."""
 
-from tutti.common import core
+from tutti.common import adasum, core
 from tutti.common.process_sets import global_process_set
 
 from . import ops
@@ -9,6 +9,7 @@ from . import ops
 def _allreduce(function, tensors, in_place, average, name, priority, prescale_factor,
                postscale_factor, op, process_set):
     op = ops.reduce_op(op, average)
+    adasum.check_ranks(op, process_set)
     set_id, name = ops.prepare(function, process_set, name, "allreduce")
     outputs = tensors if in_place else [ops.empty_like(t, t.shape) for t in tensors]
     ops.push(core.ALLREDUCE, tensors, outputs, name, set_id, op, prescale_factor,
@@ -24,7 +25,7 @@ def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
     Every rank must call it with a tensor of the same shape and dtype; calls are matched
     across ranks by `name` (unnamed calls by the order in which they are made).
 
-    op: hvd.Average (default), hvd.Sum, hvd.Min, hvd.Max or hvd.Product.
+    op: hvd.Average (default), hvd.Sum, hvd.Adasum, hvd.Min, hvd.Max or hvd.Product.
     average: deprecated; True means Average and False means Sum.
     priority: MXNet engine priority; higher values run earlier.
     prescale_factor / postscale_factor: multiply the input before and the result after

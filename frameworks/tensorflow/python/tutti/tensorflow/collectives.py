@@ -10,7 +10,8 @@ tf.errors.InvalidArgumentError, ValueError or TypeError.
 import numbers
 
 import tensorflow as tf
-from tutti.common.basics import Average, ReduceOp, Sum, resolve_reduce_op
+from tutti.common import adasum
+from tutti.common.basics import Adasum, Average, ReduceOp, Sum, resolve_reduce_op
 from tutti.common.process_sets import global_process_set, request_id
 
 from . import mpi_ops
@@ -71,6 +72,10 @@ def _grouped(tensors, name, submit):
 def _sparse_allreduce(slices, op, prescale_factor, postscale_factor, name, process_set):
     """Allreduce of tf.IndexedSlices: every rank's rows and indices, gathered (rows named
     by several ranks add up when the result is densified)."""
+    if op == Adasum:  # Horovod's exception and message
+        raise NotImplementedError("The Adasum reduction does not currently support sparse "
+                                  "tensors. As a workaround please pass sparse_as_dense=True "
+                                  "to DistributedOptimizer")
     if op not in (Average, Sum):
         raise ValueError("allreduce of tf.IndexedSlices supports hvd.Average and hvd.Sum, "
                          "not %s" % ReduceOp(op).name)
@@ -98,7 +103,7 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
     tensor: a tf.Tensor or tf.Variable with the same dtype and shape on every rank, or
         tf.IndexedSlices, which are allgathered (values and indices) and returned as
         tf.IndexedSlices; Average then divides the values by the number of ranks.
-    op: hvd.Average (default), hvd.Sum, hvd.Min, hvd.Max or hvd.Product.
+    op: hvd.Average (default), hvd.Sum, hvd.Adasum, hvd.Min, hvd.Max or hvd.Product.
     average: deprecated; True means hvd.Average, False hvd.Sum.
     device_dense, device_sparse: TensorFlow devices for dense and sparse inputs.
     compression: hvd.Compression.none (default) or hvd.Compression.fp16.
@@ -109,10 +114,12 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
         rank issues the same collectives in the same order.
     ignore_name_scope: accepted for Horovod compatibility (names never use name scopes).
 
-    Differentiable for hvd.Sum and hvd.Average (and unscaled hvd.Min / hvd.Max).
+    Differentiable for hvd.Sum, hvd.Average and hvd.Adasum (the gradient is the same
+    reduction of the output gradients, as in Horovod), and unscaled hvd.Min / hvd.Max.
     """
     del ignore_name_scope
     op = resolve_reduce_op(op, average)
+    adasum.check_ranks(op, process_set)
     if isinstance(tensor, tf.IndexedSlices):
         with tf.device(device_sparse):
             return _sparse_allreduce(tensor, op, prescale_factor, postscale_factor, name,
@@ -133,6 +140,7 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     together); returns a list. tf.IndexedSlices in the list are reduced as in allreduce().
     Differentiable like allreduce()."""
     op = resolve_reduce_op(op, average)
+    adasum.check_ranks(op, process_set)
     tensors = list(tensors)
     if not tensors:
         return []

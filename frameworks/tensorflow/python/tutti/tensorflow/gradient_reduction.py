@@ -2,7 +2,7 @@
 DistributedOptimizer."""
 
 import tensorflow as tf
-from tutti.common.basics import Average, Sum, resolve_reduce_op
+from tutti.common.basics import Adasum, Average, Sum, resolve_reduce_op
 from tutti.common.process_sets import global_process_set
 
 from .collectives import grouped_allreduce
@@ -13,7 +13,7 @@ class GradientReducer:
     """Reduces a list of gradients (tensors, tf.IndexedSlices or None) over the ranks of
     a process set with Horovod's options.
 
-    op: hvd.Average (default) or hvd.Sum.
+    op: hvd.Average (default), hvd.Sum or hvd.Adasum (Adasum of the gradients).
     gradient_predivide_factor: with Average, divide by this factor before the sum and by
         size / factor after it (same result, different rounding and overflow behaviour).
     sparse_as_dense: densify tf.IndexedSlices first (else they are allgathered).
@@ -29,8 +29,8 @@ class GradientReducer:
                  num_groups=0, groups=None, process_set=global_process_set,
                  local_variables=(), scale_local_gradients=True):
         self.op = resolve_reduce_op(op)
-        if self.op not in (Average, Sum):
-            raise ValueError("gradients are reduced with hvd.Average or hvd.Sum, not %s"
+        if self.op not in (Average, Sum, Adasum):  # Adasum: of the gradients, as Horovod
+            raise ValueError("gradients are reduced with hvd.Average, hvd.Sum or hvd.Adasum, not %s"
                              % self.op.name)
         if gradient_predivide_factor != 1.0 and self.op != Average:
             raise ValueError("gradient_predivide_factor needs op=hvd.Average")

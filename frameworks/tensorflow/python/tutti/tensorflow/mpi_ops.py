@@ -168,12 +168,13 @@ def _allreduce_gradients(op, grads, grouped):
 
     Sum and Average: the total loss is the sum of the ranks' losses, so each input
     receives the same reduction (same op and scale factors) of the output gradients.
+    Adasum: the same reduction of the output gradients too, as Horovod does.
     Min and Max (unscaled): the summed output gradient flows to the inputs that were
     selected, i.e. equal the result; ties each receive it in full.
     """
     reduce_op, prescale, postscale, set_id = _reduce_attrs(op)
     reduce = _grouped_allreduce if grouped else (lambda g, *a, **k: [_allreduce(g[0], *a, **k)])
-    if reduce_op in (Sum, Average):
+    if reduce_op in (Sum, Average, ReduceOp.Adasum):
         return reduce(list(grads), reduce_op, prescale, postscale, process_set_id=set_id)
     if reduce_op in (ReduceOp.Min, ReduceOp.Max) and prescale == 1.0 and postscale == 1.0:
         summed = reduce(list(grads), Sum, process_set_id=set_id)

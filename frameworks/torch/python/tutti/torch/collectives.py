@@ -6,7 +6,8 @@ ones are that pair and are differentiable (for Average and Sum).
 """
 
 import torch
-from tutti.common.basics import Average, ReduceOp, Sum, resolve_reduce_op
+from tutti.common import adasum
+from tutti.common.basics import Adasum, Average, ReduceOp, Sum, resolve_reduce_op
 from tutti.common.process_sets import global_process_set
 
 from . import requests
@@ -27,6 +28,7 @@ def _set_size(process_set):
 
 def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, in_place,
                      grouped):
+    adasum.check_ranks(op, process_set)
     sources = [requests.contiguous(t) for t in tensors]
     outputs = sources if in_place else [torch.empty_like(s) for s in sources]
 
@@ -47,7 +49,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts reducing `tensor` across the ranks of `process_set` into a new tensor;
     returns a handle for poll() and synchronize(), which returns the result.
 
-    op: Average (default), Sum, Min, Max or Product. prescale_factor multiplies the input
+    op: Average (default), Sum, Adasum, Min, Max or Product. prescale_factor multiplies the input
     before the reduction and postscale_factor the result after it. name identifies the
     request across ranks; without one, requests are matched by the order they are made in.
     The tensor must not be modified until the request is synchronized.
@@ -85,15 +87,15 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
                             grouped=True)
 
 
-def _check_differentiable(op, what):
-    if op not in (Average, Sum):
+def _check_differentiable(op, what, reductions=(Average, Sum)):
+    if op not in reductions:
         raise NotImplementedError("the gradient of %s is implemented for Average and Sum, "
                                   "not %s" % (what, ReduceOp(op).name))
 
 
 class _Allreduce(torch.autograd.Function):
-    """Allreduce as a differentiable function: for Sum and Average, the gradient of every
-    input is the same reduction of the output gradients."""
+    """Allreduce as a differentiable function: for Sum, Average and (as in Horovod) Adasum,
+    the gradient of every input is the same reduction of the output gradients."""
 
     @staticmethod
     def forward(ctx, tensor, name, op, prescale, postscale, process_set):
@@ -104,7 +106,7 @@ class _Allreduce(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         op, prescale, postscale, process_set = ctx.args
-        _check_differentiable(op, "allreduce")
+        _check_differentiable(op, "allreduce", (Average, Sum, Adasum))
         grad = synchronize(_allreduce_async([grad_output], "allreduce", None, op, prescale,
                                             postscale, process_set, False, False))
         return grad, None, None, None, None, None
@@ -121,7 +123,7 @@ class _GroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         op, prescale, postscale, process_set = ctx.args
-        _check_differentiable(op, "grouped_allreduce")
+        _check_differentiable(op, "grouped_allreduce", (Average, Sum, Adasum))
         reduced = synchronize(_allreduce_async(list(grads), "grouped_allreduce", None, op,
                                                prescale, postscale, process_set, False, True))
         return (None,) * 5 + tuple(reduced)
@@ -132,7 +134,7 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None,
     """Reduces `tensor` across the ranks of `process_set` and returns the result as a new
     tensor; `tensor` is left unchanged. Differentiable for Average and Sum.
 
-    op: Average (default), Sum, Min, Max or Product; average: deprecated, True means
+    op: Average (default), Sum, Adasum, Min, Max or Product; average: deprecated, True means
     Average and False Sum. compression: e.g. Compression.fp16 to reduce floating-point
     tensors as float16. prescale_factor/postscale_factor multiply the input before and the
     result after the reduction. name identifies the request across ranks.

@@ -12,10 +12,11 @@ import contextlib
 import warnings
 
 import torch
-from tutti.common.basics import Average, Sum
+from tutti.common.basics import Adasum, Average, Sum, size
 from tutti.common.exceptions import InvalidArgumentError
 from tutti.common.process_sets import global_process_set
 
+from .adasum_optimizer import adasum_optimizer
 from .collectives import _allreduce_async
 from .compression import Compression
 from .data_movement import sparse_allreduce_async
@@ -74,7 +75,7 @@ class _DistributedMixin:
         if backward_passes_per_step < 1:
             raise ValueError("backward_passes_per_step must be at least 1, got %r"
                              % (backward_passes_per_step,))
-        if op not in (Average, Sum):
+        if op not in (Average, Sum, Adasum):  # Adasum here: one rank, nothing to combine
             raise ValueError("DistributedOptimizer averages or sums gradients (op=Average "
                              "or Sum), not %s" % getattr(op, "name", op))
         if gradient_predivide_factor != 1.0 and op != Average:
@@ -317,6 +318,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     base = type(optimizer)
     if isinstance(optimizer, _DistributedMixin):
         raise ValueError("the optimizer is already a DistributedOptimizer")
+    if op == Adasum and size() > 1:  # Horovod's delta optimizer, see adasum_optimizer.py
+        return adasum_optimizer(optimizer, _named_parameter_list(optimizer, named_parameters),
+                                compression, backward_passes_per_step,
+                                gradient_predivide_factor, process_set)
     cls = type(base.__name__, (_DistributedMixin, base), {"_tutti_base": _DistributedMixin})
     wrapped = cls.__new__(cls)
     wrapped.__dict__.update(optimizer.__dict__)
