@@ -120,7 +120,8 @@ def run(fn, args=(), kwargs={}, num_proc=None, start_timeout=None, use_mpi=None,
         except Exception as exc:
             failure = store.first_failure(num_proc)
             if failure is not None:
-                raise failure from None
+                failure.__suppress_context__ = True  # Spark's own report only repeats it
+                raise failure
             raise RuntimeError("the Spark job of tutti.spark.run failed: %s"
                                % _first_line(exc)) from exc
         return store.results(num_proc)
