@@ -107,3 +107,19 @@ def first_allreduce(_=None):
     result = (hvd.rank(), hvd.size(), float(total[0]), done)
     hvd.shutdown()
     return result
+
+
+def listeners_during_a_job(driver_pid):
+    """Rank 0 lists, in the middle of a job (Gloo connected), every socket that the driver
+    or its descendants listen on beyond 127.0.0.1; returns that list on every rank."""
+    import numpy
+
+    import engine_checks
+    import tutti.numpy as hvd
+
+    hvd.init()
+    hvd.allreduce(numpy.ones(1), name="before")
+    found = engine_checks.listeners_beyond_loopback(driver_pid) if hvd.rank() == 0 else []
+    hvd.allreduce(numpy.ones(1), name="after")
+    hvd.shutdown()
+    return found

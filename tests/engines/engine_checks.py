@@ -93,3 +93,65 @@ def assert_same_weights(expected, actual):
     assert sorted(expected) == sorted(actual)
     for name in expected:
         assert numpy.array_equal(expected[name], actual[name]), name
+
+
+def _listening_sockets():
+    """{socket inode: "address:port"} of every listening TCP socket on this machine."""
+    found = {}
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        try:
+            with open(table) as stream:
+                lines = stream.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] != "0A":  # TCP_LISTEN
+                continue
+            address, port = fields[1].split(":")
+            found[fields[9]] = (_decode_address(address, width), int(port, 16))
+    return found
+
+
+def _decode_address(text, width):
+    raw = bytes.fromhex(text)
+    # /proc prints each 32-bit word in host (little-endian) order.
+    words = [raw[i:i + 4][::-1] for i in range(0, len(raw), 4)]
+    packed = b"".join(words)
+    if width == 8:
+        return ".".join(str(b) for b in packed)
+    if packed[:12] == b"\0" * 10 + b"\xff\xff":
+        return ".".join(str(b) for b in packed[12:])  # IPv4-mapped
+    return ":".join(packed[i:i + 2].hex() for i in range(0, 16, 2))
+
+
+def listeners_beyond_loopback(root):
+    """[(pid, command, address, port)] for sockets that `root` or its descendants listen on
+    at any address other than 127.0.0.1 (nothing of a local job should)."""
+    sockets = _listening_sockets()
+    pids = dict(descendants(root))
+    pids[root] = _command_line(root)
+    found = []
+    for pid, command in pids.items():
+        for link in _fd_links(pid):
+            if link.startswith("socket:["):
+                inode = link[len("socket:["):-1]
+                if inode in sockets and sockets[inode][0] != "127.0.0.1":
+                    found.append((pid, command[:80]) + sockets[inode])
+    return found
+
+
+def _fd_links(pid):
+    """What the open file descriptors of `pid` point at (those that vanish meanwhile,
+    such as the one listing the directory, are skipped)."""
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return []
+    links = []
+    for fd in fds:
+        try:
+            links.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    return links

@@ -88,3 +88,19 @@ def test_host_discovery_counts_slots_of_live_nodes():
         hosts_and_slots(NODES, cpus_per_slot=0)
     with pytest.raises(ValueError, match="gpus_per_slot must be positive with use_gpu"):
         hosts_and_slots(NODES, use_gpu=True, gpus_per_slot=0)
+
+
+def test_the_listener_check_sees_a_socket_beyond_loopback():
+    import os
+    import socket
+
+    import engine_checks
+
+    with socket.socket() as loopback, socket.socket() as everywhere:
+        loopback.bind(("127.0.0.1", 0))
+        loopback.listen(1)
+        everywhere.bind(("0.0.0.0", 0))
+        everywhere.listen(1)
+        port = everywhere.getsockname()[1]
+        found = engine_checks.listeners_beyond_loopback(os.getpid())
+    assert [(address, port) for _, _, address, port in found] == [("0.0.0.0", port)]

@@ -202,3 +202,9 @@ def test_host_discovery_reports_this_node_and_its_slots():
     assert RayHostDiscovery(cpus_per_slot=2)() == {"127.0.0.1": 1}
     assert RayHostDiscovery(cpus_per_slot=3)() == {}
     assert RayHostDiscovery(use_gpu=True)() == {}  # no GPU here
+
+
+def test_nothing_listens_beyond_loopback(executor):
+    # The engine, the driver's store and the ranks' Gloo pairs: all on 127.0.0.1.
+    assert executor.run(digits_job.listeners_during_a_job, args=(os.getpid(),)) == [[], []]
+    assert engine_checks.listeners_beyond_loopback(os.getpid()) == []

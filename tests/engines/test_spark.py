@@ -1,6 +1,7 @@
 """tutti.spark.run on local[2] (one session for the module): barrier tasks, the real core
 in Gloo mode, tuttirun's store. Spark listens on 127.0.0.1 only."""
 
+import os
 import threading
 import time
 
@@ -118,3 +119,9 @@ def test_bad_arguments_are_refused_with_the_reason(arguments, message):
 
 def test_num_proc_defaults_to_the_default_parallelism():
     assert [rank for rank, _, _, _ in tutti.spark.run(digits_job.first_allreduce)] == [0, 1]
+
+
+def test_nothing_listens_beyond_loopback():
+    # The engine, the driver's store and the ranks' Gloo pairs: all on 127.0.0.1.
+    assert tutti.spark.run(digits_job.listeners_during_a_job, args=(os.getpid(),), num_proc=2) == [[], []]
+    assert engine_checks.listeners_beyond_loopback(os.getpid()) == []
