@@ -108,7 +108,7 @@ setup(
     cmdclass={"build_ext": BuildCore, "build_py": BuildPy},
     install_requires=["numpy", "pyyaml"],
     # tutti.ray and tutti.spark import their engine only when used.
-    extras_require={"ray": ["ray[default]>=2.9"], "spark": ["pyspark>=3.5"]},
+    extras_require={"ray": ["ray[default]>=2.60"], "spark": ["pyspark>=4.3"]},
     entry_points={"console_scripts": ["tuttirun = tutti.runner.launch:main"]},
     zip_safe=False,
 )
