@@ -13,6 +13,7 @@ import socket
 from . import environment, network, serialization
 from .api import WorkerError
 from .gloo_job import new_secret
+from .hosts import Placement, _is_own_address
 from .store import StoreServer
 from .task_worker import FUNCTION_KEY, RESULT_KEY
 
@@ -29,8 +30,6 @@ def place(hosts_in_rank_order):
     `hosts_in_rank_order[r]` names the host of rank r. A host's cross rank is its position
     in first-appearance order; local ranks count the ranks on one host.
     """
-    from .hosts import Placement
-
     size = len(hosts_in_rank_order)
     host_order = list(dict.fromkeys(hosts_in_rank_order))
     per_host = collections.Counter(hosts_in_rank_order)
@@ -57,19 +56,10 @@ def rank_order(hosts_by_worker):
 def store_address(driver_address, worker_addresses):
     """The address the driver's store listens on: loopback when every worker is on the
     driver's host (nothing then listens on the network), else `driver_address`."""
-    if all(address in (driver_address, network.LOOPBACK_ADDRESS) or _is_own(address)
+    if all(address in (driver_address, network.LOOPBACK_ADDRESS) or _is_own_address(address)
            for address in worker_addresses):
         return network.LOOPBACK_ADDRESS
     return driver_address
-
-
-def _is_own(address):
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.bind((address, 0))
-        return True
-    except OSError:
-        return False
 
 
 def interface_towards(address):
