@@ -26,9 +26,18 @@ from tutti.runner import WorkerError  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_cluster():
-    ray.init(address="local", num_cpus=2, include_dashboard=False,
-             object_store_memory=256 * 1024 * 1024, _node_ip_address="127.0.0.1",
-             log_to_driver=False)
+    for attempt in (1, 2):
+        try:
+            ray.init(address="local", num_cpus=2, include_dashboard=False,
+                     object_store_memory=256 * 1024 * 1024, _node_ip_address="127.0.0.1",
+                     log_to_driver=False)
+            break
+        except Exception as exc:
+            # Ray gives its raylet a fixed 30 s to start; on an overloaded machine that
+            # is not always enough. One more try, then fail.
+            ray.shutdown()
+            if attempt == 2 or "timed out during startup" not in str(exc):
+                raise
     yield
     ray.shutdown()
     left = engine_checks.wait_for_no_descendants(timeout=30)

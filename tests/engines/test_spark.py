@@ -123,5 +123,7 @@ def test_num_proc_defaults_to_the_default_parallelism():
 
 def test_nothing_listens_beyond_loopback():
     # The engine, the driver's store and the ranks' Gloo pairs: all on 127.0.0.1.
-    assert tutti.spark.run(digits_job.listeners_during_a_job, args=(os.getpid(),), num_proc=2) == [[], []]
+    found = tutti.spark.run(digits_job.listeners_during_a_job, args=(os.getpid(),),
+                            num_proc=2)
+    assert found == [[], []]
     assert engine_checks.listeners_beyond_loopback(os.getpid()) == []
