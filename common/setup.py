@@ -109,6 +109,8 @@ setup(
                            sources=sorted(glob.glob("src/*.cc") + glob.glob("src/*/*.cc")))],
     cmdclass={"build_ext": BuildCore, "build_py": BuildPy},
     install_requires=["numpy", "pyyaml", "cloudpickle"],
+    # tutti.ray and tutti.spark import their engine only when used.
+    extras_require={"ray": ["ray[default]>=2.60"], "spark": ["pyspark>=4.3"]},
     entry_points={"console_scripts": ["tuttirun = tutti.runner.launch:main"]},
     zip_safe=False,
 )

@@ -1,0 +1,42 @@
+"""The Ray actor that hosts one tutti rank (one per slot, kept for the executor's life)."""
+
+import os
+import socket
+
+from tutti.runner import environment, gang
+
+
+class TuttiRayWorker:
+    """One rank: receives tuttirun's Gloo worker environment, then runs functions.
+
+    Functions run in the actor's own process, so state (a model, hvd.init()) stays between
+    run() calls, as with Horovod's RayExecutor.
+    """
+
+    def __init__(self):
+        self.executable = None
+
+    def where(self):
+        """(node address, host name, process id) of this actor."""
+        import ray
+
+        return ray.util.get_node_ip_address(), socket.gethostname(), os.getpid()
+
+    def setup(self, env, store_address, interface, executable=None):
+        """Replaces any job variables in os.environ by this job's; starts the executable."""
+        kept = environment.without_job_variables(os.environ)
+        for name in set(os.environ) - set(kept):
+            del os.environ[name]
+        env = dict(env)
+        env["TUTTI_GLOO_IFACE"] = interface or gang.interface_towards(store_address)
+        os.environ.update(env)
+        if executable is not None:
+            cls, args, kwargs = executable
+            self.executable = cls(*(args or ()), **(kwargs or {}))
+        return os.getpid()
+
+    def run(self, fn, args, kwargs):
+        return fn(*args, **kwargs)
+
+    def execute(self, fn):
+        return fn(self.executable)
