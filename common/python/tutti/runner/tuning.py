@@ -127,7 +127,7 @@ TUNINGS = [
 
 # Horovod's other spellings of the switches above: flag -> (the switch's settings
 # attribute, the value it sets). False switches a setting explicitly off (its variable is
-# set to 0), which also keeps autotune from changing it.
+# set to 0).
 SWITCH_SPELLINGS = {
     "--no-hierarchical-allreduce": ("hierarchical_allreduce", False),
     "--no-hierarchical-allgather": ("hierarchical_allgather", False),
