@@ -31,6 +31,7 @@ def raises(label, kinds, function):
 
 
 def shared_names(rank, size):
+    expect("hvd.mpi_ops", hvd.mpi_ops.allreduce is hvd.allreduce)
     expect("build facts", (hvd.ccl_built(), hvd.rocm_built(), hvd.ddl_built())
            == (False, False, False))
     expect("is_homogeneous", hvd.is_homogeneous() is True)
