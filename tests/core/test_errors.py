@@ -92,8 +92,8 @@ def expected(scenario, rank, size):
         "process_set_ranks_differ": "PreconditionError: add_process_set of tensor "
         "'tutti.process_set_change.6': ranks disagree: process set ranks differs: [0] on rank "
         "0; [0, 1] on %s" % others(size),
-        "remove_global_process_set": "InvalidArgumentError: global_process_set cannot be "
-        "removed",
+        # Horovod 0.28.1 returns False instead of raising.
+        "remove_global_process_set": "ok",
         "not_contiguous_in_place": "InvalidArgumentError: an in-place operation needs a "
         "C-contiguous array; pass numpy.ascontiguousarray(array) or use the out-of-place "
         "function",

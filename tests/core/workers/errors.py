@@ -170,7 +170,8 @@ def process_set_ranks_differ(rank, size):
 
 
 def remove_global_process_set(rank, size):
-    return hvd.remove_process_set(hvd.global_process_set)
+    if hvd.remove_process_set(hvd.global_process_set) is not False:
+        raise AssertionError("remove_process_set(global_process_set) must return False")
 
 
 def not_contiguous_in_place(rank, size):

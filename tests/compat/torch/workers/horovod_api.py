@@ -31,6 +31,7 @@ def raises(label, kinds, function):
 
 
 def shared_names(rank, size):
+    expect("hvd.mpi_ops", hvd.mpi_ops.allreduce is hvd.allreduce)
     expect("build facts", (hvd.ccl_built(), hvd.rocm_built(), hvd.ddl_built())
            == (False, False, False))
     expect("is_homogeneous", hvd.is_homogeneous() is True)
@@ -122,11 +123,39 @@ def optimizer_as_horovod(rank, size):
            and torch.equal(total.to_dense(), torch.ones(size)), total)
 
 
+def communicators(rank, size):
+    """init(comm=...) and ProcessSet(comm) with mpi4py communicators (under mpirun), and
+    init(process_sets="dynamic")."""
+    hvd.shutdown()
+    hvd.init(process_sets="dynamic")
+    expect("dynamic", hvd.size() == size)
+    if hvd.controller() != "mpi":
+        return
+    from mpi4py import MPI
+
+    hvd.shutdown()
+    hvd.init(comm=MPI.COMM_WORLD)
+    expect("init(comm)", hvd.rank() == rank and hvd.size() == size)
+    # The same communicator on every rank: every rank registers the same set.
+    everyone = hvd.add_process_set(hvd.ProcessSet(MPI.COMM_WORLD))
+    expect("ProcessSet(comm) ranks", everyone.ranks == list(range(size)), everyone.ranks)
+    total = hvd.allreduce(torch.ones(1), op=hvd.Sum, process_set=everyone)
+    expect("allreduce on ProcessSet(comm)", total.item() == size, total)
+    hvd.remove_process_set(everyone)
+    if size > 1:
+        hvd.shutdown()
+        raises("init(comm) of a part of the job", RuntimeError,
+               lambda: hvd.init(comm=[0]))
+        if hvd.is_initialized():
+            failures.append("init(comm=[0]) left tutti initialized")
+        hvd.init()
+
+
 def main():
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
     for section in (shared_names, alltoall_as_horovod, reducescatter_as_horovod,
-                    optimizer_as_horovod):
+                    optimizer_as_horovod, communicators):
         try:
             section(rank, size)
         except Exception as exc:

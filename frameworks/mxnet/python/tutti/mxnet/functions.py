@@ -4,7 +4,7 @@ import pickle
 
 import mxnet as mx
 import numpy
-from tutti.common import basics, process_sets
+from tutti.common import basics, objects, process_sets
 from tutti.common.process_sets import global_process_set
 
 from . import ops
@@ -85,12 +85,12 @@ def _part(name, suffix):
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """Returns `obj` of `root_rank` (a rank within the set) on every rank of the set.
 
-    The object is pickled on the root; the others pass anything (it is ignored). Waits for
+    The object is serialized with cloudpickle on the root; the others pass anything (it is ignored). Waits for
     the result."""
     ops.check_initialized("broadcast_object")
     set_id = process_sets.request_id(process_set)
     is_root = ops.set_rank(set_id) == root_rank
-    payload = numpy.frombuffer(pickle.dumps(obj), dtype=numpy.uint8) if is_root else None
+    payload = numpy.frombuffer(objects.dumps(obj), dtype=numpy.uint8) if is_root else None
     length = mx.nd.array([payload.size if is_root else 0], dtype="int64")
     broadcast_(length, root_rank, name=_part(name, "length"), process_set=process_set)
     size = int(length.asscalar())
@@ -100,16 +100,16 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
-    """Returns the list of `obj` of every rank of the set, in rank order (pickled)."""
+    """Returns the list of `obj` of every rank of the set, in rank order (serialized with cloudpickle)."""
     ops.check_initialized("allgather_object")
-    payload = numpy.frombuffer(pickle.dumps(obj), dtype=numpy.uint8)
+    payload = numpy.frombuffer(objects.dumps(obj), dtype=numpy.uint8)
     lengths = allgather(mx.nd.array([payload.size], dtype="int64"),
                         name=_part(name, "lengths"), process_set=process_set).asnumpy()
     # An empty pickle cannot occur, so every rank contributes at least one byte.
     gathered = allgather(mx.nd.array(payload, dtype="uint8"), name=_part(name, "data"),
                          process_set=process_set).asnumpy()
-    objects, offset = [], 0
+    results, offset = [], 0
     for length in lengths:
-        objects.append(pickle.loads(gathered[offset:offset + int(length)].tobytes()))
+        results.append(pickle.loads(gathered[offset:offset + int(length)].tobytes()))
         offset += int(length)
-    return objects
+    return results

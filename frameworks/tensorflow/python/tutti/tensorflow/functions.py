@@ -5,6 +5,7 @@ import pickle
 
 import numpy as np
 import tensorflow as tf
+from tutti.common import objects
 from tutti.common.process_sets import global_process_set
 
 from .collectives import allgather, broadcast
@@ -41,7 +42,7 @@ def _sub_name(name, part):
 
 
 def _as_bytes_tensor(obj):
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    payload = objects.dumps(obj)  # cloudpickle, as Horovod
     return tf.constant(np.frombuffer(payload, dtype=np.uint8))
 
 
