@@ -3,12 +3,17 @@
 // last error message. Everything else belongs to the context.
 #include "tutti/c_api.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "at_fork.h"
 #include "config.h"
 #include "context.h"
 #include "dtype.h"
@@ -30,6 +35,7 @@ std::shared_ptr<Context> current_context;
 int init_count = 0;          // guarded by lifecycle_mutex
 bool was_shut_down = false;  // guarded by context_mutex
 bool exit_hook_registered = false;  // guarded by lifecycle_mutex
+bool fork_handlers_registered = false;  // guarded by lifecycle_mutex
 
 thread_local std::string last_error;
 
@@ -39,6 +45,12 @@ tutti_status Fail(const Status& status) {
 }
 
 Status NotInitialized() {
+  if (tutti::ForkedFrom() != 0) {
+    return Status::NotInitialized(
+        "this process is a fork of process " + std::to_string(tutti::ForkedFrom()) +
+        ", which initialized tutti; the parent's communication state cannot be used here: "
+        "call init() in the child process to use tutti in it");
+  }
   return Status::NotInitialized(
       was_shut_down ? "tutti has been shut down: call init() again before using it"
                     : "tutti is not initialized: call init() first");
@@ -55,6 +67,29 @@ std::shared_ptr<Context> GetContext(Status* status) {
 // through negotiation, tells its peers) before MPI is finalized by its own exit hook, which
 // was registered earlier and so runs later.
 void ShutdownAtExit() { tutti_shutdown(); }
+
+// fork() (at_fork.h). Before it, hold context_mutex so the child's copy is consistent; in
+// the child, abandon the parent's context without running a single destructor (leaked on
+// purpose: its threads do not exist here and its sockets, epoll sets and segments are the
+// parent's), and give the child fresh mutexes (a thread of the parent may have held them).
+pid_t pid_before_fork = 0;
+
+void BeforeFork() {
+  context_mutex.lock();
+  pid_before_fork = current_context ? getpid() : 0;
+}
+
+void AfterForkInParent() { context_mutex.unlock(); }
+
+void AfterForkInChild() {
+  new (&context_mutex) std::mutex();
+  new (&lifecycle_mutex) std::mutex();
+  if (current_context) {
+    new std::shared_ptr<Context>(std::move(current_context));  // never destroyed
+    current_context.reset();
+    tutti::SetForkedFrom(static_cast<int>(pid_before_fork));
+  }
+}
 
 // Validates `request` and queues it on the current context.
 tutti_status EnqueueRequest(const tutti_request& request) {
@@ -116,6 +151,11 @@ tutti_status tutti_init(void) {
     exit_hook_registered = true;
     std::atexit(ShutdownAtExit);
   }
+  if (!fork_handlers_registered) {
+    fork_handlers_registered = true;
+    pthread_atfork(BeforeFork, AfterForkInParent, AfterForkInChild);
+  }
+  tutti::SetForkedFrom(0);  // initialized in its own right now
   return TUTTI_OK;
 }
 

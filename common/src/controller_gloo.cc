@@ -8,12 +8,19 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "controller.h"
 #include "dtype.h"
@@ -23,6 +30,55 @@
 
 namespace tutti {
 namespace {
+
+// The "[host]:port" part of a Gloo TCP address's text (which may carry a "$seq" suffix).
+std::string HostPort(const std::string& address) {
+  size_t close = address.find("]:");
+  if (address.empty() || address[0] != '[' || close == std::string::npos) return address;
+  size_t end = close + 2;
+  while (end < address.size() && address[end] >= '0' && address[end] <= '9') ++end;
+  return address.substr(0, end);
+}
+
+// "[host]:port" of every TCP socket of this process, printed as Gloo prints addresses. This
+// Gloo mostly shows the port's network-order bytes as a host-order number (53258 as 2768),
+// but not on every path, so both spellings are listed. A peer that accepted a connection
+// from this process names it by such an address.
+std::vector<std::string> LocalTcpAddresses() {
+  std::vector<std::string> found;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return found;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    const int fd = std::atoi(entry->d_name);
+    int type = 0;
+    socklen_t type_length = sizeof(type);
+    sockaddr_storage address;
+    socklen_t length = sizeof(address);
+    if (fd == dirfd(dir) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_length) != 0 || type != SOCK_STREAM ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+      continue;
+    }
+    char host[INET6_ADDRSTRLEN] = {0};
+    int port = 0;
+    if (address.ss_family == AF_INET) {
+      auto* in = reinterpret_cast<sockaddr_in*>(&address);
+      inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+      port = in->sin_port;
+    } else if (address.ss_family == AF_INET6) {
+      auto* in6 = reinterpret_cast<sockaddr_in6*>(&address);
+      inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+      port = in6->sin6_port;
+    } else {
+      continue;
+    }
+    found.push_back("[" + std::string(host) + "]:" + std::to_string(port));
+    found.push_back("[" + std::string(host) + "]:" + std::to_string(ntohs(port)));
+  }
+  closedir(dir);
+  return found;
+}
 
 std::string RankList(const std::vector<std::string>& keys) {
   std::string ranks;
@@ -111,7 +167,54 @@ class GlooController : public Controller {
     } catch (const std::exception& e) {
       return Status::Aborted(std::string("Gloo could not connect the ranks: ") + e.what());
     }
+    return LearnPeerAddresses();
+  }
+
+  // Gloo's TCP errors name a peer by an address; every rank publishes its pairs' addresses
+  // so that errors can name the rank too ("Read error [10.0.0.2]:41235 (rank 3): ...").
+  Status LearnPeerAddresses() {
+    const GlooConfig& g = config_.gloo;
+    if (g.size < 2) return Status::OK();
+    // A peer's errors print either the address its pair with us advertised in the store or,
+    // when we connected to it, the address our connection came from.
+    std::string mine;
+    for (int p = 0; p < g.size; ++p) {
+      if (p != g.rank) mine += HostPort(context_->getPair(p)->address().str()) + "\n";
+    }
+    for (const std::string& address : LocalTcpAddresses()) mine += address + "\n";
+    Status s = client_->Set(prefix_ + "/address/" + std::to_string(g.rank), mine);
+    if (!s.ok()) return s;
+    for (int r = 0; r < g.size; ++r) {
+      std::string addresses;
+      s = client_->WaitGet(prefix_ + "/address/" + std::to_string(r), &addresses);
+      if (!s.ok()) return s;
+      size_t start = 0;
+      while (start < addresses.size()) {
+        size_t end = addresses.find('\n', start);
+        if (end == std::string::npos) end = addresses.size();
+        if (end > start) peer_addresses_.emplace_back(addresses.substr(start, end - start), r);
+        start = end + 1;
+      }
+    }
     return Status::OK();
+  }
+
+  // `message` with " (rank R)" after every rank's address it mentions (some of Gloo's
+  // messages name this process's own address: that is marked too).
+  std::string NameRanks(std::string message) const {
+    for (const auto& peer : peer_addresses_) {
+      const std::string tag = " (rank " + std::to_string(peer.second) +
+                              (peer.second == config_.gloo.rank ? ", this process)" : ")");
+      for (size_t at = message.find(peer.first); at != std::string::npos;
+           at = message.find(peer.first, at + peer.first.size() + tag.size())) {
+        const size_t end = at + peer.first.size();
+        // "[h]:4242" must not match inside "[h]:42421", nor be tagged twice
+        if (end < message.size() && message[end] >= '0' && message[end] <= '9') continue;
+        if (message.compare(end, 7, " (rank ") == 0) continue;
+        message.insert(end, tag);
+      }
+    }
+    return message;
   }
 
   const char* name() const override { return "gloo"; }
@@ -285,7 +388,7 @@ class GlooController : public Controller {
       return Status::OK();
     } catch (const std::exception& e) {
       return Status::Aborted(std::string("Gloo ") + what + " failed (a peer process may have "
-                             "exited or stopped responding): " + e.what());
+                             "exited or stopped responding): " + NameRanks(e.what()));
     }
   }
 
@@ -317,6 +420,7 @@ class GlooController : public Controller {
   Topology topology_;
   std::unique_ptr<StoreClient> client_;
   std::string prefix_;  // this init's store namespace
+  std::vector<std::pair<std::string, int>> peer_addresses_;  // "[host]:port", global rank
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::map<int32_t, GlooContext> sets_;

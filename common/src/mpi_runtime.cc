@@ -9,12 +9,15 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "at_fork.h"
+
 namespace tutti {
 namespace {
 
 std::mutex init_mutex;
 
 void FinalizeMpiAtExit() {
+  if (tutti::ForkedFrom() != 0) return;  // MPI belongs to the parent (at_fork.h)
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();

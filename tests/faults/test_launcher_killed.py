@@ -26,20 +26,19 @@ def alive(pid):
 
 
 def wait_for_pids(proc, count, timeout):
-    """Reads tuttirun's stdout until `count` ranks reported their pids."""
+    """Reads tuttirun's stdout (raw reads: a buffered reader could sit on a line that select
+    no longer reports) until `count` ranks reported their pids."""
     deadline = time.monotonic() + timeout
-    found = []
+    pattern = r"pid (\d+) child (\d+) parent (\d+)"
     text = ""
-    while len(found) < count and time.monotonic() < deadline:
+    while len(re.findall(pattern, text)) < count and time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stdout], [], [], 0.5)
         if ready:
-            line = proc.stdout.readline()
-            if not line:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
                 break
-            text += line
-            match = re.search(r"pid (\d+) child (\d+) parent (\d+)", line)
-            if match:
-                found.append(tuple(int(g) for g in match.groups()))
+            text += chunk.decode(errors="replace")
+    found = [tuple(int(g) for g in match) for match in re.findall(pattern, text)]
     return found, text
 
 
@@ -50,7 +49,7 @@ def test_nothing_outlives_a_killed_tuttirun(mode):
     if mode == "--mpi":
         argv += ["--mpi-args", "--oversubscribe --allow-run-as-root"]
     proc = subprocess.Popen(argv + [sys.executable, WORKER], env=launch._job_environment({}),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     job = []
     try:

@@ -28,20 +28,21 @@ def _limit_descriptors():
 
 
 def _read_until(proc, pattern, timeout):
-    """Reads proc's stderr lines until one matches; returns (match, lines read)."""
+    """Reads proc's stderr (raw reads, so that select sees every byte not yet read) until
+    `pattern` matches; returns (match, text read)."""
     deadline = time.monotonic() + timeout
-    lines = []
+    text = ""
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stderr], [], [], 0.5)
         if ready:
-            line = proc.stderr.readline()
-            if not line:
+            chunk = os.read(proc.stderr.fileno(), 65536)
+            if not chunk:
                 break
-            lines.append(line)
-            match = re.search(pattern, line)
+            text += chunk.decode(errors="replace")
+            match = re.search(pattern, text)
             if match:
-                return match, lines
-    return None, lines
+                return match, text
+    return None, text
 
 
 @scenario("store-flood")
@@ -55,7 +56,7 @@ def test_job_forms_while_strangers_hold_thousands_of_store_connections(tmp_path)
                             preexec_fn=_limit_descriptors)
     try:
         match, lines = _read_until(proc, r"rendezvous store listening on 127\.0\.0\.1:(\d+)", 60)
-        assert match, "no store address in tuttirun's output:\n" + "".join(lines)
+        assert match, "no store address in tuttirun's output:\n" + lines
         with Flood(int(match.group(1)), FLOOD_SIZE) as flood:
             deadline = time.monotonic() + 30
             while flood.opened < FLOOD_SIZE and time.monotonic() < deadline:
@@ -73,7 +74,7 @@ def test_job_forms_while_strangers_hold_thousands_of_store_connections(tmp_path)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-    output = stdout + "".join(lines) + stderr
+    output = stdout + lines + stderr
     assert proc.returncode == 0, output
     for rank in range(2):
         assert "rank %d: job formed, allreduce ok" % rank in stdout, output

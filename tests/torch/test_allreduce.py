@@ -51,3 +51,26 @@ def test_example(controller):
     result = launch.run_ranks(2, [sys.executable, EXAMPLE], controller)
     _assert_ok(result, "rank 0/2 (%s)" % controller, "rank 1/2 (%s)" % controller)
     assert "WRONG" not in result.stdout, launch.describe(result)
+
+
+SPARSE_SCRIPT = """
+import torch
+import tutti.torch as hvd
+hvd.init()
+sparse = torch.sparse_coo_tensor([[0, 2]], [1.0, 2.0], (4,))
+for call in (hvd.allreduce, hvd.allgather, lambda t: hvd.broadcast(t, 0)):
+    try:
+        call(sparse)
+        print("FAIL: accepted")
+    except hvd.InvalidArgumentError as exc:
+        print("error:", exc)
+"""
+
+
+def test_a_sparse_tensor_gets_tuttis_message():
+    result = launch.run([sys.executable, "-c", SPARSE_SCRIPT], timeout=120)
+    assert result.returncode == 0, launch.describe(result)
+    expected = ("error: tutti collectives take dense tensors, not a sparse_coo tensor: call "
+                ".to_dense() first (DistributedOptimizer handles sparse gradients itself; see "
+                "sparse_as_dense)")
+    assert result.stdout.splitlines() == [expected] * 3, launch.describe(result)

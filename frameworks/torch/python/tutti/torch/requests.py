@@ -41,6 +41,12 @@ def call(op, *args):
 def check_tensor(tensor):
     if not isinstance(tensor, torch.Tensor):
         raise TypeError("expected a torch.Tensor, got %s" % type(tensor).__name__)
+    if tensor.layout != torch.strided:
+        # torch's own error from .contiguous() would not say what to do instead.
+        raise InvalidArgumentError(
+            "tutti collectives take dense tensors, not a %s tensor: call .to_dense() first "
+            "(DistributedOptimizer handles sparse gradients itself; see sparse_as_dense)"
+            % str(tensor.layout).replace("torch.", ""))
     return tensor
 
 
@@ -73,7 +79,7 @@ def integer(value, label):
 
 def contiguous(tensor):
     """`tensor`'s data as a contiguous tensor outside autograd (a copy only when needed)."""
-    return tensor.detach().contiguous()
+    return check_tensor(tensor).detach().contiguous()
 
 
 def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op=0,
