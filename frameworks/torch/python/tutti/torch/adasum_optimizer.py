@@ -126,6 +126,8 @@ def adasum_optimizer(optimizer, named, compression, backward_passes_per_step,
                      gradient_predivide_factor, process_set):
     """The DistributedOptimizer for op=Adasum on more than one rank (see the module doc).
     `named` is the checked (name, parameter) list of the optimizer's parameters."""
+    if isinstance(optimizer, _AdasumMixin):
+        raise ValueError("the optimizer is already a DistributedOptimizer")
     if gradient_predivide_factor != 1.0:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     if process_set is not None and process_set is not global_process_set:

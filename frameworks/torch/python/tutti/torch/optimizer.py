@@ -304,6 +304,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
       passes; the allreduce starts on the last one.
     gradient_predivide_factor: divide gradients by this before the sum and by
       size / factor after it (op=Average only).
+    op=Adasum: Horovod's Adasum delta optimizer on more than one rank (adasum_optimizer.py).
     num_groups / groups: reduce the gradients in this many groups of consecutive
       parameters, or in the given lists of parameters, each as one grouped allreduce.
     sparse_as_dense: turn sparse gradients dense and allreduce them; otherwise their
