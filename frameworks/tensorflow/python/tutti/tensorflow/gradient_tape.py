@@ -77,13 +77,20 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    local_layers=None, scale_local_gradients=True):
     """DistributedGradientTape whose `local_layers` (a Keras layer or a list of them)
     keep their gradients local: their variables' gradients are not reduced (with
-    scale_local_gradients, the default, they are divided by the set size like the
-    averaged ones). More variables can be made local with tape.register_local_source(v).
+    scale_local_gradients, the default, they are divided by the set size whatever the
+    op, as in Horovod). More variables can be made local with
+    tape.register_local_source(v).
     """
+    import keras  # only local layers need Keras
+
     if local_layers is None:
         local_layers = []
-    elif not isinstance(local_layers, (list, tuple)):
+    elif isinstance(local_layers, keras.layers.Layer):
         local_layers = [local_layers]
+    else:
+        local_layers = list(local_layers)
+        if not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+            raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
     local_variables = [v for layer in local_layers for v in layer.trainable_weights]
     reducer = GradientReducer(device_dense, device_sparse, compression, sparse_as_dense, op,
                               gradient_predivide_factor, num_groups, groups, process_set,
