@@ -76,7 +76,8 @@ def _as_bytes(obj):
 
 
 def _tracing_function():
-    return isinstance(tf.compat.v1.get_default_graph(), func_graph.FuncGraph)
+    return (not tf.executing_eagerly() and
+            isinstance(tf.compat.v1.get_default_graph(), func_graph.FuncGraph))
 
 
 def _runner(session):
