@@ -63,6 +63,28 @@ def check_partial_tape():
         tf.GradientTape(), local_layers=["not a layer"]), "tf.keras.layers.Layer")
 
 
+def check_tape_forms():
+    """Horovod's tape is a tf.GradientTape (of the wrapped tape's class); it may also be
+    entered directly, and a persistent one answers more than once."""
+    size, rank = hvd.size(), hvd.rank()
+    variable = tf.Variable(1.0)
+    mean_weight = sum(r + 1.0 for r in range(size)) / size
+    with hvd.DistributedGradientTape(tf.GradientTape(persistent=True)) as tape:
+        loss = variable * (rank + 1.0)
+    check(isinstance(tape, tf.GradientTape), "DistributedGradientTape is a tf.GradientTape")
+    for _ in range(2):
+        got = tape.gradient(loss, [variable])
+        check(np.isclose(float(got[0]), mean_weight), "entered tape gradient %s" % got)
+    if size > 1:
+        # Horovod: a rank outside the tape's process set keeps its own gradients.
+        first = hvd.add_process_set([0])
+        with tf.GradientTape() as tape:
+            loss = variable * (rank + 1.0)
+        got = hvd.DistributedGradientTape(tape, process_set=first).gradient(loss, [variable])
+        check(np.isclose(float(got[0]), rank + 1.0), "gradient outside the set %s" % got)
+        hvd.remove_process_set(first)
+
+
 def check_keras_local_variables():
     """A model-parallel Keras model: the optimizer's register_local_var keeps the local
     layer's gradients local (divided by the set size), the rest averaged."""
@@ -199,6 +221,7 @@ def check_keras_callbacks_and_loading():
 
 def main():
     check_partial_tape()
+    check_tape_forms()
     check_keras_local_variables()
     check_legacy_optimizer()
     check_sync_batch_norm()
