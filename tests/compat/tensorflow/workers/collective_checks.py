@@ -29,6 +29,11 @@ def check_names():
     for name in ("load_model", "DistributedOptimizer", "broadcast_variables"):
         check(hasattr(hvd_keras, name), "tutti.tensorflow.keras has no %s" % name)
     check(hasattr(hvd_keras.callbacks, "BestModelCheckpoint"), "no BestModelCheckpoint")
+    # horovod.tensorflow.keras's collectives take a tensor-like value, then its name.
+    check(np.array_equal(hvd_keras.allreduce([1.0, 2.0], "compat.keras", op=hvd.Sum).numpy(),
+                         [hvd.size(), 2.0 * hvd.size()]), "keras allreduce(value, name)")
+    check(int(hvd_keras.broadcast(hvd.rank(), 0, "compat.keras.bcast")) == 0,
+          "keras broadcast(value, root_rank, name)")
     # The low-level helpers default to Sum, as in Horovod.
     size = hvd.size()
     check(float(_allreduce(tf.constant(1.0))) == size, "mpi_ops._allreduce sums")
