@@ -306,7 +306,52 @@ class TopologyOp : public tf::OpKernel {
   }
 };
 
-REGISTER_KERNEL_BUILDER(Name("TuttiSize").Device(tf::DEVICE_CPU), TopologyOp<tutti_size>);
+// The size of a process set, or whether this rank belongs to it: both need a set the core
+// knows (and init()).
+class ProcessSetOp : public tf::OpKernel {
+ public:
+  ProcessSetOp(tf::OpKernelConstruction* context, bool included)
+      : OpKernel(context), included_(included) {
+    OP_REQUIRES_OK(context, context->GetAttr("process_set", &process_set_));
+  }
+
+  void Compute(tf::OpKernelContext* context) override {
+    int size = process_set_ == TUTTI_GLOBAL_PROCESS_SET ? tutti_size()
+                                                        : tutti_process_set_size(process_set_);
+    if (size < 0) {
+      bool initialized = tutti_size() >= 0;
+      OP_REQUIRES_OK(context,
+                     initialized ? tf::errors::InvalidArgument("unknown process set id ",
+                                                               process_set_)
+                                 : FromTutti(TUTTI_ERR_NOT_INITIALIZED, tutti_last_error()));
+    }
+    int value = size;
+    if (included_) {
+      value = process_set_ == TUTTI_GLOBAL_PROCESS_SET ||
+                      tutti_process_set_rank(process_set_) >= 0
+                  ? 1
+                  : 0;
+    }
+    tf::Tensor* output = nullptr;
+    OP_REQUIRES_OK(context, context->allocate_output(0, tf::TensorShape({}), &output));
+    output->scalar<int32_t>()() = value;
+  }
+
+ private:
+  bool included_;
+  int process_set_ = TUTTI_GLOBAL_PROCESS_SET;
+};
+
+template <bool kIncluded>
+class ProcessSetKernel : public ProcessSetOp {
+ public:
+  explicit ProcessSetKernel(tf::OpKernelConstruction* context)
+      : ProcessSetOp(context, kIncluded) {}
+};
+
+REGISTER_KERNEL_BUILDER(Name("TuttiSize").Device(tf::DEVICE_CPU), ProcessSetKernel<false>);
+REGISTER_KERNEL_BUILDER(Name("TuttiProcessSetIncluded").Device(tf::DEVICE_CPU),
+                        ProcessSetKernel<true>);
 REGISTER_KERNEL_BUILDER(Name("TuttiRank").Device(tf::DEVICE_CPU), TopologyOp<tutti_rank>);
 REGISTER_KERNEL_BUILDER(Name("TuttiLocalSize").Device(tf::DEVICE_CPU),
                         TopologyOp<tutti_local_size>);

@@ -1,5 +1,5 @@
 // Definitions (names, attributes, shapes) of every TensorFlow op of tutti. The kernels are
-// in collective_kernels.cc; gradients and the Python wrappers in tutti/tensorflow/mpi_ops.py.
+// in collective_kernels.cc; gradients and the Python wrappers in tutti/tensorflow/ops.py.
 //
 // Every collective is stateful, so that TensorFlow never folds it into a constant (running
 // it once while optimizing the graph) and never merges two that look alike. The Python
@@ -147,7 +147,12 @@ REGISTER_OP("TuttiBarrier")
       .SetShapeFn(tf::shape_inference::ScalarShape) \
       .Doc(doc)
 
-TUTTI_REGISTER_TOPOLOGY_OP("TuttiSize", "Number of tutti processes in the job.");
+// The process set's size (process_set 0: every rank), and whether this rank belongs to it.
+TUTTI_REGISTER_TOPOLOGY_OP("TuttiSize", "Number of tutti processes in the process set.")
+    .Attr("process_set: int = 0");
+TUTTI_REGISTER_TOPOLOGY_OP("TuttiProcessSetIncluded",
+                           "1 if this process belongs to the process set, else 0.")
+    .Attr("process_set: int = 0");
 TUTTI_REGISTER_TOPOLOGY_OP("TuttiRank", "Index of this process in the job.");
 TUTTI_REGISTER_TOPOLOGY_OP("TuttiLocalSize", "Number of tutti processes on this host.");
 TUTTI_REGISTER_TOPOLOGY_OP("TuttiLocalRank", "Index of this process on its host.");

@@ -18,6 +18,7 @@ _plugin.check_core_version("tutti-tensorflow", __version__, _CORE_REQUIREMENT)
 
 from tutti.common import *  # noqa: E402,F401,F403  (the shared API, see tutti.common.__all__)
 
+from . import mpi_ops  # noqa: E402,F401  (Horovod's module path)
 from .collectives import (  # noqa: E402
     allgather,
     allreduce,
@@ -31,9 +32,32 @@ from .collectives import (  # noqa: E402
     reducescatter,
 )
 from .compression import Compression  # noqa: E402
-from .functions import allgather_object, broadcast_object, broadcast_variables  # noqa: E402
+from .functions import (  # noqa: E402
+    allgather_object,
+    broadcast_,
+    broadcast_global_variables,
+    broadcast_object,
+    broadcast_object_fn,
+    broadcast_variables,
+)
 from .gradient_tape import (  # noqa: E402
     DistributedGradientTape,
     PartialDistributedGradientTape,
 )
-from .mpi_ops import local_rank_op, local_size_op, rank_op, size_op  # noqa: E402
+from .ops import (  # noqa: E402
+    local_rank_op,
+    local_size_op,
+    process_set_included_op,
+    rank_op,
+    size_op,
+)
+from .optimizer import DistributedOptimizer  # noqa: E402
+
+
+def __getattr__(name):
+    # SyncBatchNormalization needs Keras: import it (seconds) only when asked for.
+    if name == "SyncBatchNormalization":
+        from .sync_batch_norm import SyncBatchNormalization
+
+        return SyncBatchNormalization
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

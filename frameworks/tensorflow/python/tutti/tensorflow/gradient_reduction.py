@@ -18,10 +18,12 @@ class GradientReducer:
         size / factor after it (same result, different rounding and overflow behaviour).
     sparse_as_dense: densify tf.IndexedSlices first (else they are allgathered).
     num_groups: split the gradients into this many requests (0: one per dtype).
-    groups: lists of variables reduced together (needs `variables` when reducing).
-    local_variables: variables whose gradients stay local (PartialDistributedGradientTape);
-        with scale_local_gradients they are divided by the set size, like the averaged
-        ones.
+    groups: lists of variables reduced together (needs `variables` when reducing), or a
+        number of requests as num_groups (Horovod's newer spelling).
+    local_variables: variables whose gradients stay local (model-parallel parts, e.g.
+        PartialDistributedGradientTape's local layers); with scale_local_gradients they
+        are divided by the set size whatever the op, as Horovod does.
+    A rank outside the process set keeps its gradients unreduced, as in Horovod.
     """
 
     def __init__(self, device_dense="", device_sparse="", compression=Compression.none,
@@ -34,6 +36,11 @@ class GradientReducer:
                              % self.op.name)
         if gradient_predivide_factor != 1.0 and self.op != Average:
             raise ValueError("gradient_predivide_factor needs op=hvd.Average")
+        if isinstance(groups, int) and not isinstance(groups, bool):
+            if groups <= 0:
+                raise ValueError("groups should be a non-negative integer or a list of "
+                                 "lists of variables, got %r" % (groups,))
+            num_groups, groups = (num_groups or groups), None
         if num_groups and groups is not None:
             raise ValueError("pass either num_groups or groups, not both")
         if num_groups < 0:
@@ -78,13 +85,15 @@ class GradientReducer:
             if grad is None:
                 continue
             if variables is not None and id(variables[i]) in self.local_refs:
-                if self.scale_local_gradients and self.op == Average:
+                if self.scale_local_gradients:
                     results[i] = _scale(grad, 1.0 / self.process_set.size())
                 continue
             if self.sparse_as_dense and isinstance(grad, tf.IndexedSlices):
                 with tf.device(self.device_sparse):
                     gradients[i] = tf.convert_to_tensor(grad)
             shared.append(i)
+        if not self.process_set.included():
+            return [g if i in shared else results[i] for i, g in enumerate(gradients)]
         prescale, postscale = 1.0, 1.0
         if self.predivide != 1.0:
             prescale, postscale = 1.0 / self.predivide, self.predivide
@@ -105,4 +114,4 @@ def _scale(grad, factor):
     if isinstance(grad, tf.IndexedSlices):
         return tf.IndexedSlices(grad.values * tf.cast(factor, grad.values.dtype), grad.indices,
                                 grad.dense_shape)
-    return grad * tf.cast(factor, grad.dtype)
+    return tf.convert_to_tensor(grad) * tf.cast(factor, grad.dtype)

@@ -9,40 +9,46 @@ from .compression import Compression
 from .gradient_reduction import GradientReducer
 
 
-class _DistributedGradientTape:
-    """Wraps a tf.GradientTape: gradient() reduces the tape's gradients over the ranks;
-    everything else (watch, stop_recording, jacobian, ...) is the wrapped tape's."""
-
-    def __init__(self, tape, reducer):
-        if not isinstance(tape, tf.GradientTape):
-            raise TypeError("DistributedGradientTape wraps a tf.GradientTape, got %s"
-                            % type(tape).__name__)
-        self._tape = tape
-        self._reducer = reducer
-
-    def __enter__(self):
-        self._tape.__enter__()
-        return self
-
-    def __exit__(self, *exc_info):
-        return self._tape.__exit__(*exc_info)
-
-    def __getattr__(self, name):
-        return getattr(self._tape, name)
+class _ReducingTape:
+    """Mixed into the class of the tape being wrapped: gradient() reduces the tape's
+    gradients over the ranks; everything else (watch, stop_recording, jacobian, ...) is the
+    tape's own."""
 
     def register_local_source(self, source):
         """Keeps the gradient of `source` (a variable) local: it is not reduced."""
-        self._reducer.add_local_variable(source)
+        self._tutti_reducer.add_local_variable(source)
 
     def gradient(self, target, sources, output_gradients=None,
-                 unconnected_gradients=tf.UnconnectedGradients.NONE):
-        """The wrapped tape's gradients of `target` with respect to `sources`, reduced
-        over the ranks (same nested structure as `sources`)."""
-        gradients = self._tape.gradient(target, sources, output_gradients,
-                                        unconnected_gradients)
+                 unconnected_gradients=tf.UnconnectedGradients.NONE, use_generic_names=False):
+        """The tape's gradients of `target` with respect to `sources`, reduced over the
+        ranks (same nested structure as `sources`). use_generic_names: accepted for
+        Horovod compatibility (requests are always named alike on every rank)."""
+        del use_generic_names
+        gradients = super().gradient(target, sources, output_gradients, unconnected_gradients)
         flat_sources = tf.nest.flatten(sources)
-        flat = self._reducer.reduce(tf.nest.flatten(gradients), flat_sources)
+        flat = self._tutti_reducer.reduce(tf.nest.flatten(gradients), flat_sources)
         return tf.nest.pack_sequence_as(gradients, flat)
+
+
+_TAPE_CLASSES = {}
+
+
+def _reducing_tape(gradtape, reducer):
+    """A new tape of `gradtape`'s own class (so isinstance checks hold, as in Horovod)
+    that shares its recording and reduces in gradient()."""
+    if not isinstance(gradtape, tf.GradientTape):
+        raise TypeError("DistributedGradientTape wraps a tf.GradientTape, got %s"
+                        % type(gradtape).__name__)
+    base = type(gradtape)
+    if base not in _TAPE_CLASSES:
+        _TAPE_CLASSES[base] = type(base.__name__, (_ReducingTape, base), {})
+    tape = _TAPE_CLASSES[base](persistent=gradtape._persistent,
+                               watch_accessed_variables=gradtape._watch_accessed_variables)
+    # TensorFlow keeps what was recorded in `_tape`: share it (Horovod does the same).
+    tape._tape = gradtape._tape
+    tape._watched_variables = gradtape._watched_variables
+    tape._tutti_reducer = reducer
+    return tape
 
 
 def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
@@ -67,7 +73,7 @@ def DistributedGradientTape(gradtape, device_dense="", device_sparse="",
     reducer = GradientReducer(device_dense, device_sparse, compression, sparse_as_dense, op,
                               gradient_predivide_factor, num_groups, groups, process_set,
                               scale_local_gradients=scale_local_gradients)
-    return _DistributedGradientTape(gradtape, reducer)
+    return _reducing_tape(gradtape, reducer)
 
 
 def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
@@ -77,15 +83,22 @@ def PartialDistributedGradientTape(gradtape, device_dense="", device_sparse="",
                                    local_layers=None, scale_local_gradients=True):
     """DistributedGradientTape whose `local_layers` (a Keras layer or a list of them)
     keep their gradients local: their variables' gradients are not reduced (with
-    scale_local_gradients, the default, they are divided by the set size like the
-    averaged ones). More variables can be made local with tape.register_local_source(v).
+    scale_local_gradients, the default, they are divided by the set size whatever the
+    op, as in Horovod). More variables can be made local with
+    tape.register_local_source(v).
     """
+    import keras  # only local layers need Keras
+
     if local_layers is None:
         local_layers = []
-    elif not isinstance(local_layers, (list, tuple)):
+    elif isinstance(local_layers, keras.layers.Layer):
         local_layers = [local_layers]
+    else:
+        local_layers = list(local_layers)
+        if not all(isinstance(layer, keras.layers.Layer) for layer in local_layers):
+            raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
     local_variables = [v for layer in local_layers for v in layer.trainable_weights]
     reducer = GradientReducer(device_dense, device_sparse, compression, sparse_as_dense, op,
                               gradient_predivide_factor, num_groups, groups, process_set,
                               local_variables, scale_local_gradients)
-    return _DistributedGradientTape(gradtape, reducer)
+    return _reducing_tape(gradtape, reducer)

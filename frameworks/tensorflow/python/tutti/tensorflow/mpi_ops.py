@@ -1,283 +1,62 @@
-"""TensorFlow ops of tutti and their gradients: the collectives as single graph ops, plus
-the topology ops.
-
-The module keeps Horovod's name (horovod.tensorflow.mpi_ops) so that scripts importing
-from it port by changing the package name; the ops run over MPI or Gloo alike. The
-functions here take dense tensors of one dtype and a process set id; the public API in
-collectives.py adds compression, sparse tensors, mixed dtypes and argument checks.
-"""
-
-import tensorflow as tf
-from tutti.common import core
-from tutti.common.basics import Average, ReduceOp, Sum, core_reduce_op, reduce_op_from_core
-
-from . import naming
-from .native import ops as _ops
-
-_REDUCE_OP_NAMES = ", ".join("hvd.%s" % op.name for op in ReduceOp)
-
-
-def _reduce_op_code(op):
-    try:
-        op = ReduceOp(op)
-    except ValueError:
-        raise ValueError("op must be one of %s, not %r" % (_REDUCE_OP_NAMES, op)) from None
-    return core_reduce_op(op)  # the attribute holds the C ABI's code
-
-
-def _request_args(name, kind, process_set_id):
-    return dict(tensor_name=naming.request_name(name, kind, process_set_id),
-                process_set=int(process_set_id),
-                name=naming.op_name(name, "Tutti" + kind.title().replace("_", "")))
-
-
-def _reduce_args(op, prescale_factor, postscale_factor):
-    return dict(reduce_op=_reduce_op_code(op), prescale_factor=float(prescale_factor),
-                postscale_factor=float(postscale_factor))
-
-
-def _run_independently(tensors):
-    """Lets a collective inside tf.function run in parallel with the other stateful ops.
-
-    The ops are stateful (never constant-folded), and tf.function chains stateful ops in
-    program order by default. Collectives must not be chained: the core fuses requests
-    that are pending at the same time, and ranks may reach them in different orders.
-    They still always run before the function returns.
-    """
-    if tf.executing_eagerly():
-        return tensors
-    first = tensors[0] if isinstance(tensors, (list, tuple)) else tensors
-    operation = first if isinstance(first, tf.Operation) else first.op
-    manager = getattr(operation.graph, "experimental_acd_manager", None)
-    if manager is not None:
-        manager.run_independently(operation)
-    return tensors
-
-
-# ---- the collectives -----------------------------------------------------------------
-
-def _allreduce(tensor, op=Average, prescale_factor=1.0, postscale_factor=1.0, name=None,
-               process_set_id=0):
-    """Reduces a dense tensor over the ranks of a process set with the core's `op`."""
-    return _run_independently(_ops.tutti_allreduce(
-        tensor, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "allreduce", process_set_id)))
-
-
-def _grouped_allreduce(tensors, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                       name=None, process_set_id=0):
-    """Reduces dense tensors of one dtype as one request; returns a list."""
-    return list(_run_independently(_ops.tutti_grouped_allreduce(
-        tensors, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "grouped_allreduce", process_set_id))))
-
-
-def _allgather(tensor, name=None, process_set_id=0):
-    return _run_independently(_ops.tutti_allgather(
-        tensor, **_request_args(name, "allgather", process_set_id)))
-
-
-def _grouped_allgather(tensors, name=None, process_set_id=0):
-    return list(_run_independently(_ops.tutti_grouped_allgather(
-        tensors, **_request_args(name, "grouped_allgather", process_set_id))))
-
-
-def _broadcast(tensor, root_rank, name=None, process_set_id=0):
-    return _run_independently(_ops.tutti_broadcast(
-        tensor, root_rank=int(root_rank), **_request_args(name, "broadcast", process_set_id)))
-
-
-def _alltoall(tensor, splits, name=None, process_set_id=0):
-    """Returns (received, received_splits); `splits` is an int32 vector, empty for equal
-    parts."""
-    received, received_splits = _ops.tutti_alltoall(
-        tensor, splits, **_request_args(name, "alltoall", process_set_id))
-    _run_independently(received)
-    return received, received_splits
-
-
-def _reducescatter(tensor, op=Average, prescale_factor=1.0, postscale_factor=1.0, name=None,
-                   process_set_id=0):
-    return _run_independently(_ops.tutti_reducescatter(
-        tensor, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "reducescatter", process_set_id)))
-
-
-def _grouped_reducescatter(tensors, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                           name=None, process_set_id=0):
-    return list(_run_independently(_ops.tutti_grouped_reducescatter(
-        tensors, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "grouped_reducescatter", process_set_id))))
-
-
-def _join():
-    result = _ops.tutti_join()
-    if tf.executing_eagerly():
-        naming.restart_eager_numbering()
-    return _run_independently(result)
-
-
-def _barrier(process_set_id=0):
-    operation = _ops.tutti_barrier(process_set=int(process_set_id))
-    if not tf.executing_eagerly():
-        _run_independently([operation])
-    return operation
-
-
-# ---- gradients -------------------------------------------------------------------------
-
-def _set_rank(process_set_id):
-    """This process's rank within a process set (fixed for the life of the set)."""
-    value = core.lib.tutti_process_set_rank(process_set_id) if process_set_id else \
-        core.lib.tutti_rank()
-    if value < 0:
-        raise RuntimeError("tutti: cannot take a gradient outside process set %d: %s"
-                           % (process_set_id, core.last_error()))
-    return value
-
-
-def _set_size(process_set_id):
-    value = core.lib.tutti_process_set_size(process_set_id) if process_set_id else \
-        core.lib.tutti_size()
-    if value < 0:
-        raise RuntimeError("tutti: unknown process set %d: %s"
-                           % (process_set_id, core.last_error()))
-    return value
-
-
-def _reduce_attrs(op):
-    return (reduce_op_from_core(op.get_attr("reduce_op")), op.get_attr("prescale_factor"),
-            op.get_attr("postscale_factor"), op.get_attr("process_set"))
-
-
-def _not_differentiable(what, reduce_op, prescale, postscale):
-    return NotImplementedError(
-        "tutti.tensorflow: the gradient of %s is defined for hvd.Sum and hvd.Average "
-        "(and unscaled hvd.Min / hvd.Max for allreduce), not for %s with "
-        "prescale_factor=%s and postscale_factor=%s" % (what, reduce_op.name, prescale,
-                                                          postscale))
-
-
-def _selection_gradient(summed, inputs, outputs):
-    # Min and Max: the summed output gradient reaches the inputs equal to the result.
-    return [s * tf.cast(tf.equal(x, y), s.dtype) for s, x, y in zip(summed, inputs, outputs)]
-
-
-def _allreduce_gradients(op, grads, grouped):
-    """Gradient of an allreduce whose output feeds every rank's loss.
-
-    Sum and Average: the total loss is the sum of the ranks' losses, so each input
-    receives the same reduction (same op and scale factors) of the output gradients.
-    Adasum: the same reduction of the output gradients too, as Horovod does.
-    Min and Max (unscaled): the summed output gradient flows to the inputs that were
-    selected, i.e. equal the result; ties each receive it in full.
-    """
-    reduce_op, prescale, postscale, set_id = _reduce_attrs(op)
-    reduce = _grouped_allreduce if grouped else (lambda g, *a, **k: [_allreduce(g[0], *a, **k)])
-    if reduce_op in (Sum, Average, ReduceOp.Adasum):
-        return reduce(list(grads), reduce_op, prescale, postscale, process_set_id=set_id)
-    if reduce_op in (ReduceOp.Min, ReduceOp.Max) and prescale == 1.0 and postscale == 1.0:
-        summed = reduce(list(grads), Sum, process_set_id=set_id)
-        return _selection_gradient(summed, op.inputs, op.outputs)
-    raise _not_differentiable("allreduce", reduce_op, prescale, postscale)
-
-
-@tf.RegisterGradient("TuttiAllreduce")
-def _allreduce_grad(op, grad):
-    return _allreduce_gradients(op, [grad], grouped=False)[0]
-
-
-@tf.RegisterGradient("TuttiGroupedAllreduce")
-def _grouped_allreduce_grad(op, *grads):
-    return _allreduce_gradients(op, grads, grouped=True)
-
-
-def _own_rows(op, grads):
-    """Gradient of an allgather: the output gradients averaged over the ranks (the
-    gathered tensor feeds every rank's loss), restricted to the rows this rank sent."""
-    set_id = op.get_attr("process_set")
-    reduced = _grouped_allreduce(list(grads), Average, process_set_id=set_id)
-    rows = tf.stack([tf.shape(x, out_type=tf.int32)[0] for x in op.inputs])
-    counts = tf.reshape(_allgather(rows, process_set_id=set_id), [-1, len(op.inputs)])
-    offsets = tf.reduce_sum(counts[:_set_rank(set_id)], axis=0)
-    return [g[offsets[i]:offsets[i] + rows[i]] for i, g in enumerate(reduced)]
-
-
-@tf.RegisterGradient("TuttiAllgather")
-def _allgather_grad(op, grad):
-    return _own_rows(op, [grad])[0]
-
-
-@tf.RegisterGradient("TuttiGroupedAllgather")
-def _grouped_allgather_grad(op, *grads):
-    return _own_rows(op, grads)
-
-
-@tf.RegisterGradient("TuttiBroadcast")
-def _broadcast_grad(op, grad):
-    """Only the root's tensor reaches the outputs: it receives the average of every
-    rank's output gradient, the other ranks zeros."""
-    set_id = op.get_attr("process_set")
-    reduced = _allreduce(grad, Average, process_set_id=set_id)
-    if _set_rank(set_id) != op.get_attr("root_rank"):
-        return tf.zeros_like(reduced)
-    return reduced
-
-
-@tf.RegisterGradient("TuttiAlltoall")
-def _alltoall_grad(op, grad, received_splits_grad):
-    """The gradient goes back the way the data came: an alltoall with the received
-    splits."""
-    del received_splits_grad  # row counts have no gradient
-    back, _ = _alltoall(grad, op.outputs[1], process_set_id=op.get_attr("process_set"))
-    return back, None
-
-
-def _scatter_gradients(op, grads):
-    """Gradient of a reducescatter: every rank's part gradient, gathered, times the factor
-    the reduction applied to each input."""
-    reduce_op, prescale, postscale, set_id = _reduce_attrs(op)
-    if reduce_op not in (Sum, Average):
-        raise _not_differentiable("reducescatter", reduce_op, prescale, postscale)
-    factor = prescale * postscale
-    if reduce_op == Average:
-        factor /= _set_size(set_id)
-    gathered = _grouped_allgather(list(grads), process_set_id=set_id)
-    return [g * tf.cast(factor, g.dtype) if factor != 1.0 else g for g in gathered]
-
-
-@tf.RegisterGradient("TuttiReducescatter")
-def _reducescatter_grad(op, grad):
-    return _scatter_gradients(op, [grad])[0]
-
-
-@tf.RegisterGradient("TuttiGroupedReducescatter")
-def _grouped_reducescatter_grad(op, *grads):
-    return _scatter_gradients(op, grads)
-
-
-# ---- topology ops ------------------------------------------------------------------------
-
-def size_op(name=None):
-    """The number of ranks, as an int32 scalar computed when the op runs."""
-    return _ops.tutti_size(name=name)
-
-
-def rank_op(name=None):
-    """This process's rank, as an int32 scalar computed when the op runs."""
-    return _ops.tutti_rank(name=name)
-
-
-def local_size_op(name=None):
-    """The number of ranks on this host, as an int32 scalar computed when the op runs."""
-    return _ops.tutti_local_size(name=name)
-
-
-def local_rank_op(name=None):
-    """This process's rank on its host, as an int32 scalar computed when the op runs."""
-    return _ops.tutti_local_rank(name=name)
-
-
-for _name in ("TuttiSize", "TuttiRank", "TuttiLocalSize", "TuttiLocalRank", "TuttiJoin",
-              "TuttiBarrier"):
-    tf.no_gradient(_name)
+"""Horovod's module path horovod.tensorflow.mpi_ops, for scripts that import from it:
+the collectives, the graph ops and the basics, with Horovod's signatures, including its
+private-looking helpers (_allreduce, _grouped_allreduce, _reducescatter,
+_grouped_reducescatter) that scripts and libraries call directly."""
+
+from tutti.common import *  # noqa: F401,F403  (init, size, rank, process sets, ops, ...)
+from tutti.common.basics import Sum
+from tutti.common.process_sets import global_process_set
+
+from .collectives import (  # noqa: F401
+    allgather,
+    allreduce,
+    alltoall,
+    broadcast,
+    grouped_allgather,
+    grouped_allreduce,
+    grouped_reducescatter,
+    join,
+    reducescatter,
+)
+from .functions import broadcast_  # noqa: F401
+from .ops import (  # noqa: F401
+    local_rank_op,
+    local_size_op,
+    process_set_included_op,
+    rank_op,
+    size_op,
+)
+
+
+def _allreduce(tensor, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
+               ignore_name_scope=False, process_set=global_process_set):
+    """allreduce() with Horovod's low-level defaults: op=Sum, no compression."""
+    return allreduce(tensor, op=op, prescale_factor=prescale_factor,
+                     postscale_factor=postscale_factor, name=name, process_set=process_set,
+                     ignore_name_scope=ignore_name_scope)
+
+
+def _grouped_allreduce(tensors, name=None, op=Sum, prescale_factor=1.0, postscale_factor=1.0,
+                       ignore_name_scope=False, process_set=global_process_set):
+    """grouped_allreduce() with Horovod's low-level defaults (op=Sum)."""
+    return grouped_allreduce(tensors, op=op, prescale_factor=prescale_factor,
+                             postscale_factor=postscale_factor, process_set=process_set,
+                             ignore_name_scope=ignore_name_scope, name=name)
+
+
+def _reducescatter(tensor, name=None, op=Sum, ignore_name_scope=False,
+                   process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """reducescatter() with Horovod's low-level defaults (op=Sum)."""
+    return reducescatter(tensor, op=op, name=name, process_set=process_set,
+                         ignore_name_scope=ignore_name_scope, prescale_factor=prescale_factor,
+                         postscale_factor=postscale_factor)
+
+
+def _grouped_reducescatter(tensors, name=None, op=Sum, ignore_name_scope=False,
+                           process_set=global_process_set, prescale_factor=1.0,
+                           postscale_factor=1.0):
+    """grouped_reducescatter() with Horovod's low-level defaults (op=Sum)."""
+    del ignore_name_scope
+    return grouped_reducescatter(tensors, op=op, process_set=process_set,
+                                 prescale_factor=prescale_factor,
+                                 postscale_factor=postscale_factor, name=name)

@@ -1,5 +1,7 @@
 """Keras 3 callbacks for distributed training, with Horovod's names and arguments."""
 
+import os
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -9,21 +11,45 @@ from ..collectives import grouped_allreduce
 from .optimizer import broadcast_global_variables
 
 
+def _variable_list(local_variables):
+    """Horovod's accepted forms: None, one variable, or a collection of variables."""
+    variable_types = (tf.Variable, keras.Variable)
+    if local_variables is None:
+        return []
+    if isinstance(local_variables, variable_types):
+        return [local_variables]
+    local_variables = list(local_variables)
+    if not all(isinstance(v, variable_types) for v in local_variables):
+        raise ValueError("All local variables must be of tf.Variable type.")
+    return local_variables
+
+
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """Copies rank `root_rank`'s model and optimizer variables to every rank when
     training starts, so that all replicas start alike. The optimizer is built first if
     needed; one that cannot be built yet (a model built by its first batch) is broadcast
-    after the first batch."""
+    after the first batch.
 
-    def __init__(self, root_rank, device=""):
+    local_variables: a variable or variables that stay as each rank has them (e.g. the
+        weights of model-parallel layers); more with register_local_var(var)."""
+
+    def __init__(self, root_rank, device="", local_variables=None):
         super().__init__()
         self.root_rank = root_rank
         self.device = device
         self.broadcast_done = False
+        self._local_refs = set()
+        for variable in _variable_list(local_variables):
+            self.register_local_var(variable)
+
+    def register_local_var(self, var):
+        """Excludes `var` from the broadcast."""
+        self._local_refs.add(id(var))
 
     def _broadcast(self):
         with tf.device(self.device):
-            broadcast_global_variables(self.model, self.root_rank)
+            broadcast_global_variables(self.model, self.root_rank,
+                                       exclude=lambda v: id(v) in self._local_refs)
         optimizer = getattr(self.model, "optimizer", None)
         self.broadcast_done = optimizer is None or optimizer.built
 
@@ -143,3 +169,27 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
                 print("\nEpoch %d: finished the learning rate warmup to %g."
                       % (epoch + 1, self.initial_lr))
         super().on_epoch_end(epoch, logs)
+
+
+class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """ModelCheckpoint that saves only the best model so far (save_best_only=True), as in
+    Horovod. Its filepath is set after construction (callback.filepath = "best.keras",
+    Horovod's estimators do so); training without one raises ValueError."""
+
+    def __init__(self, monitor="val_loss", verbose=0, save_weights_only=False, mode="auto",
+                 save_freq="epoch"):
+        # Keras checks the file extension when constructed: satisfy it, then unset it.
+        placeholder = "unset.weights.h5" if save_weights_only else "unset.keras"
+        super().__init__(filepath=placeholder, monitor=monitor, verbose=verbose,
+                         save_best_only=True, save_weights_only=save_weights_only,
+                         mode=mode, save_freq=save_freq)
+        self.filepath = None
+
+    def on_train_begin(self, logs=None):
+        if self.filepath is None:
+            raise ValueError("BestModelCheckpoint has no filepath: set callback.filepath "
+                             "(e.g. to %r) before training" % "best.keras")
+        self.filepath = os.fspath(self.filepath)
+        parent = getattr(super(), "on_train_begin", None)
+        if parent is not None:
+            parent(logs)

@@ -28,6 +28,25 @@ def _distributed_class(base):
 
     class Distributed(base):
         _tutti_distributed = True
+        # Defaults for an optimizer made by from_config() (e.g. by load_model()).
+        _tutti_passes = 1
+        _tutti_average_passes = False
+
+        @property
+        def _tutti_reducer(self):
+            if "_tutti_reducer_" not in self.__dict__:
+                self.__dict__["_tutti_reducer_"] = GradientReducer()
+            return self.__dict__["_tutti_reducer_"]
+
+        @_tutti_reducer.setter
+        def _tutti_reducer(self, reducer):
+            self.__dict__["_tutti_reducer_"] = reducer
+
+        def register_local_var(self, var):
+            """Keeps the gradient of `var` local: it is not reduced (model-parallel
+            parts); with scale_local_gradients it is divided by the set size, as in
+            Horovod."""
+            self._tutti_reducer.add_local_variable(var)
 
         def build(self, variables):
             super().build(variables)
@@ -128,11 +147,14 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     return distributed
 
 
-def broadcast_global_variables(model, root_rank, process_set=global_process_set):
+def broadcast_global_variables(model, root_rank, process_set=global_process_set,
+                               exclude=None):
     """Copies rank `root_rank`'s model variables (and its optimizer's, once built) to
-    every rank of `process_set`."""
+    every rank of `process_set`; `exclude(variable)` true keeps a variable local."""
     variables = list(model.variables)
     optimizer = getattr(model, "optimizer", None)
     if optimizer is not None and optimizer.built:
         variables += list(optimizer.variables)
+    if exclude is not None:
+        variables = [v for v in variables if not exclude(v)]
     return broadcast_variables(variables, root_rank, process_set=process_set)
