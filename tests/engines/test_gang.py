@@ -104,3 +104,29 @@ def test_the_listener_check_sees_a_socket_beyond_loopback():
         port = everywhere.getsockname()[1]
         found = engine_checks.listeners_beyond_loopback(os.getpid())
     assert [(address, port) for _, _, address, port in found] == [("0.0.0.0", port)]
+
+
+def test_the_rank_that_failed_is_named_not_the_peers_that_lost_it():
+    from tutti.runner import serialization
+    from tutti.runner.task_worker import RESULT_KEY
+
+    aborted = "tutti.common.exceptions.AbortedError: shared-memory group: rank 1 exited"
+    store = gang.DriverStore("127.0.0.1")
+    try:
+        assert store.first_failure(3, grace_s=0.1) is None
+        store._server.set(gang.FAILURE_KEY % 0, serialization.dumps((1.0, aborted, "")))
+        only_peers = store.first_failure(3, grace_s=0.2)  # no cause arrives: the loss it is
+        assert only_peers.rank == 0 and "AbortedError" in str(only_peers)
+        # The failing rank's own record arrives later (its task noticed later): it wins.
+        store._server.set(gang.FAILURE_KEY % 2, serialization.dumps(
+            (2.0, "the worker process was killed by SIGKILL", "")))
+        error = store.first_failure(3)
+        assert (error.rank, str(error)) == (2, "rank 2: the worker process was killed by SIGKILL")
+        # An error result alone (its task was stopped before recording a failure) counts.
+        store._server.set(RESULT_KEY % 1, serialization.dumps(
+            ("error", "ValueError: bad", "Traceback ...", None)))
+        assert store.first_failure(3).rank == 2  # recorded failures come first
+    finally:
+        store.close()
+    assert gang.is_consequence(aborted)
+    assert not gang.is_consequence("ValueError: AbortedError in a message")

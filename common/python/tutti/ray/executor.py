@@ -10,6 +10,7 @@ and the executor has to be start()ed again.
 """
 
 import dataclasses
+import time
 import traceback
 from typing import Optional
 
@@ -240,29 +241,50 @@ class RayExecutor:
         return ray.get(refs)
 
     def _gather(self, ray, refs):
-        """The refs' values in order; on the first failure every actor is killed and
-        WorkerError names the rank."""
-        from ray.exceptions import RayActorError, RayTaskError
-
+        """The refs' values in order. On a failure every actor is killed and WorkerError
+        names the rank that failed: a rank's own failure wins over tutti's AbortedError on
+        its peers (they only report the loss, often before Ray reports the dead actor)."""
         pending = {ref: rank for rank, ref in enumerate(refs)}
         values = [None] * len(refs)
+        failures = {}  # rank -> (summary, traceback text, cause), in the order seen
+        deadline = None
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
+            if not ready:
+                break  # the grace for the failing rank's own report is over
             for ref in ready:
                 rank = pending.pop(ref)
-                try:
-                    values[rank] = ray.get(ref)
-                except RayTaskError as exc:
-                    cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-                    summary = "".join(traceback.format_exception_only(type(cause),
-                                                                      cause)).strip()
-                    raise self._fail(rank, summary, str(exc)) from cause
-                except RayActorError as exc:
-                    pid = self._pids[rank] if rank < len(self._pids) else None
-                    summary = ("its Ray actor%s died: the process was killed or exited (%s)"
-                               % (" (pid %d)" % pid if pid else "", _first_line(exc)))
-                    raise self._fail(rank, summary, "") from None
-        return values
+                failure = self._outcome(ray, ref, rank, values)
+                if failure is not None:
+                    failures[rank] = failure
+            if any(not gang.is_consequence(f[0]) for f in failures.values()):
+                break
+            if failures and deadline is None:
+                deadline = time.monotonic() + gang.CONSEQUENCE_GRACE_S
+        if not failures:
+            return values
+        causes = [rank for rank, f in failures.items() if not gang.is_consequence(f[0])]
+        rank = causes[0] if causes else next(iter(failures))
+        summary, text, cause = failures[rank]
+        raise self._fail(rank, summary, text) from cause
+
+    def _outcome(self, ray, ref, rank, values):
+        """Stores a finished ref's value in `values`; (summary, text, cause) if it failed."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        try:
+            values[rank] = ray.get(ref)
+            return None
+        except RayTaskError as exc:
+            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+            summary = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+            return summary, str(exc), cause
+        except RayActorError as exc:
+            pid = self._pids[rank] if rank < len(self._pids) else None
+            summary = ("its Ray actor%s died: the process was killed or exited (%s)"
+                       % (" (pid %d)" % pid if pid else "", _first_line(exc)))
+            return summary, "", None
 
     def _fail(self, rank, summary, text):
         self._stop()

@@ -9,6 +9,7 @@ task_worker at the same store. So `hvd.init()` in a worker runs exactly as under
 
 import collections
 import socket
+import time
 
 from . import environment, network, serialization
 from .api import WorkerError
@@ -22,6 +23,10 @@ from .task_worker import FUNCTION_KEY, RESULT_KEY
 FAILURE_KEY = "run/failure/%d"
 
 Failure = collections.namedtuple("Failure", ["time", "summary", "traceback"])
+
+# How long the driver waits for the failing rank's own report once only its peers' reports
+# of the loss (AbortedError) have arrived.
+CONSEQUENCE_GRACE_S = 5.0
 
 
 def place(hosts_in_rank_order):
@@ -119,24 +124,53 @@ class DriverStore:
             values.append(record[1])
         return values
 
-    def first_failure(self, size):
-        """The WorkerError of the rank that failed first, or None when none recorded one."""
-        failures = {}
-        for rank in range(size):
-            data = self._server.get(FAILURE_KEY % rank)
-            if data is not None:
-                failures[rank] = Failure(*serialization.loads(data))
-        if not failures:
+    def first_failure(self, size, grace_s=CONSEQUENCE_GRACE_S):
+        """The WorkerError of the rank that failed the job, or None when none recorded one.
+
+        A rank's own failure (it raised, exited or was killed) wins over tutti's
+        AbortedError on its peers, which only report the loss; up to `grace_s` seconds are
+        given for such a failure record to arrive. Among several, the earliest noticed.
+        """
+        deadline = time.monotonic() + grace_s
+        while True:
+            failures = self._failures(size)
+            causes = {rank: f for rank, f in failures.items() if not is_consequence(f.summary)}
+            if causes or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        chosen = causes or failures
+        if not chosen:
             return None
-        rank = min(failures, key=lambda r: (failures[r].time, r))
-        failure = failures[rank]
-        error = WorkerError(rank, failure.summary, failure.traceback)
+        rank = min(chosen, key=lambda r: (chosen[r].time, r))
+        error = WorkerError(rank, chosen[rank].summary, chosen[rank].traceback)
         data = self._server.get(RESULT_KEY % rank)
         if data is not None:
             record = serialization.loads(data)
             if record[0] == "error" and record[3] is not None:
                 error.__cause__ = serialization.loads(record[3])
         return error
+
+    def _failures(self, size):
+        """{rank: Failure} from failure records and from error results (a rank whose task
+        was stopped before it could record its failure still left its error result)."""
+        failures = {}
+        for rank in range(size):
+            data = self._server.get(FAILURE_KEY % rank)
+            if data is not None:
+                failures[rank] = Failure(*serialization.loads(data))
+                continue
+            data = self._server.get(RESULT_KEY % rank)
+            if data is not None:
+                record = serialization.loads(data)
+                if record[0] == "error":
+                    failures[rank] = Failure(float("inf"), record[1], record[2])
+        return failures
+
+
+def is_consequence(summary):
+    """Whether a rank's error only reports another rank's failure: tutti raises
+    AbortedError on the survivors when a peer fails or shuts down."""
+    return summary.split(":", 1)[0].strip().endswith("AbortedError")
 
 
 def _error_from_record(rank, record):
