@@ -139,7 +139,9 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=global_process_s
         mine = next(local_iter, None)
         if (mine is None or tuple(mine.shape) != spec.shape or mine.dtype != spec.dtype
                 or not mine.is_contiguous()):
-            mine = torch.empty(spec.shape, dtype=spec.dtype)
+            # Where this rank keeps the state (CPU when it has none yet).
+            mine = torch.empty(spec.shape, dtype=spec.dtype,
+                               device=mine.device if mine is not None else "cpu")
         else:
             mine = mine.detach().clone()
         handles.append(broadcast_async_(mine, root_rank,
