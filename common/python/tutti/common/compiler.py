@@ -54,6 +54,7 @@ def compile_shared_library(
     ldflags go to the link command before the libraries. Returns `output`.
     """
     compiler = os.environ.get("CXX", "g++")
+    jobs = int(os.environ.get("TUTTI_BUILD_JOBS", jobs))  # more cores than the default 2
     os.makedirs(build_temp, exist_ok=True)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     flags = list(cflags) + ["-D" + d for d in defines] + ["-I" + d for d in include_dirs]
