@@ -53,15 +53,19 @@ Status CudaRuntime::RecordEvent(void* event, void* stream) {
 }
 
 Status CudaRuntime::Copy(void* stream, const std::vector<CopyItem>& copies) {
-  if (cuda_->MemcpyBatchAsync == nullptr) {
-    for (const CopyItem& c : copies) {
-      if (c.bytes == 0) continue;
-      Status s = Check(cuda_->MemcpyAsync(c.dst, c.src, c.bytes, kCudaMemcpyDefault, stream),
-                       "cudaMemcpyAsync");
-      if (!s.ok()) return s;
-    }
-    return Status::OK();
+  for (const CopyItem& c : copies) {
+    if (c.bytes == 0) continue;
+    Status s = Check(cuda_->MemcpyAsync(c.dst, c.src, c.bytes, kCudaMemcpyDefault, stream),
+                     "cudaMemcpyAsync");
+    if (!s.ok()) return s;
   }
+  return Status::OK();
+}
+
+// One cudaMemcpyBatchAsync per batch, all copies device memory read in stream order; without
+// it (before CUDA 13), one cudaMemcpyAsync each.
+Status CudaRuntime::CopyOnDevice(void* stream, const std::vector<CopyItem>& copies) {
+  if (cuda_->MemcpyBatchAsync == nullptr) return Copy(stream, copies);
   for (const std::vector<CopyItem>& batch : SplitBatches(copies, kMaxCopiesPerBatch)) {
     if (batch.size() == 1) {
       const CopyItem& c = batch[0];

@@ -34,8 +34,12 @@ class DeviceRuntime {
   virtual Status WaitEvent(void* stream, void* event) = 0;
   // Records the work issued so far on `stream` into `event`.
   virtual Status RecordEvent(void* event, void* stream) = 0;
-  // Issues the copies on `stream` (any direction; batched where the runtime can).
+  // Issues the copies on `stream` (any memory, pageable host memory included).
   virtual Status Copy(void* stream, const std::vector<CopyItem>& copies) = 0;
+  // Copies between device buffers (fusion), in as few calls as the runtime allows.
+  virtual Status CopyOnDevice(void* stream, const std::vector<CopyItem>& copies) {
+    return Copy(stream, copies);
+  }
   // Blocks the calling thread until `stream` has finished its work.
   virtual Status Synchronize(void* stream) = 0;
   virtual Status AllocateDevice(int device, size_t bytes, void** ptr) = 0;
@@ -56,12 +60,13 @@ class CudaRuntime : public DeviceRuntime {
   Status WaitEvent(void* stream, void* event) override;
   Status RecordEvent(void* event, void* stream) override;
   Status Copy(void* stream, const std::vector<CopyItem>& copies) override;
+  Status CopyOnDevice(void* stream, const std::vector<CopyItem>& copies) override;
   Status Synchronize(void* stream) override;
   Status AllocateDevice(int device, size_t bytes, void** ptr) override;
   void FreeDevice(void* ptr) override;
   Status AllocatePinned(size_t bytes, void** ptr) override;
   void FreePinned(void* ptr) override;
-  // Whether copies go through cudaMemcpyBatchAsync (CUDA 13) rather than one call each.
+  // Whether device copies go through cudaMemcpyBatchAsync (CUDA 13) rather than one call each.
   bool batched_copies() const { return cuda_->MemcpyBatchAsync != nullptr; }
 
  private:

@@ -52,12 +52,6 @@ Status ParseGpuConfig(const EnvLookup& env, GpuConfig* config) {
     }
     result.num_nccl_streams = static_cast<int>(n);
   }
-  if (Lookup(env, "GPU_HIERARCHICAL_ALLREDUCE", &value, &used)) {
-    if (value != "0" && value != "1") {
-      return Status::InvalidArgument(used + "='" + value + "' is not 0 or 1");
-    }
-    result.hierarchical_allreduce = value == "1";
-  }
   *config = result;
   return Status::OK();
 }

@@ -20,10 +20,6 @@ struct GpuConfig {
   // TUTTI_NUM_NCCL_STREAMS (1..64): streams, each with its own communicator, per device;
   // consecutive collectives take them in turn so that they may overlap.
   int num_nccl_streams = 1;
-  // TUTTI_HIERARCHICAL_ALLREDUCE applies to CUDA allreduces too: NCCL within a host, the
-  // controller's transport across hosts between one rank per host (default off for GPUs:
-  // TUTTI_GPU_HIERARCHICAL_ALLREDUCE=1 turns it on).
-  bool hierarchical_allreduce = false;
 };
 
 // Every malformed value is an INVALID_ARGUMENT naming the variable.

@@ -27,16 +27,6 @@ bool AllEqual(const std::vector<int64_t>& values) {
   return true;
 }
 
-// NCCL groups: every call between GroupStart and GroupEnd runs as one operation.
-class Group {
- public:
-  explicit Group(const NcclApi* nccl) : nccl_(nccl) { nccl_->GroupStart(); }
-  ~Group() { nccl_->GroupEnd(); }
-
- private:
-  const NcclApi* nccl_;
-};
-
 }  // namespace
 
 NcclOperations::NcclOperations(const NcclApi* nccl, DeviceRuntime* runtime,
@@ -51,6 +41,16 @@ NcclOperations::NcclOperations(const NcclApi* nccl, DeviceRuntime* runtime,
 
 NcclOperations::~NcclOperations() {
   for (auto& entry : fusion_) runtime_->FreeDevice(entry.second.data);
+}
+
+template <typename Calls>
+Status NcclOperations::Grouped(Calls calls) {
+  Status s = Check(nccl_->GroupStart(), "ncclGroupStart");
+  if (!s.ok()) return s;
+  s = calls();
+  // The group is closed even after a failed call, so NCCL's state stays consistent.
+  Status end = Check(nccl_->GroupEnd(), "ncclGroupEnd");
+  return s.ok() ? end : s;
 }
 
 Status NcclOperations::Check(ncclResult result, const char* what) const {
@@ -172,7 +172,7 @@ Status NcclOperations::Allreduce(int32_t set, const std::vector<const PendingOp*
     buffer = FusionBuffer(l.device, l.stream_index, layout.total_bytes, &s);
     if (buffer == nullptr) return s;
     // One batched copy in, one out: not a memcpy call per tensor.
-    s = runtime_->Copy(l.stream, CopiesIn(layout, inputs, bytes, buffer));
+    s = runtime_->CopyOnDevice(l.stream, CopiesIn(layout, inputs, bytes, buffer));
     if (!s.ok()) return s;
     send = recv = buffer;
   }
@@ -180,7 +180,7 @@ Status NcclOperations::Allreduce(int32_t set, const std::vector<const PendingOp*
     return Check(nccl_->AllReduce(send, recv, count, type, op, l.comm, l.stream),
                  "ncclAllReduce");
   });
-  if (s.ok() && fused) s = runtime_->Copy(l.stream, CopiesOut(layout, outputs, bytes, buffer));
+  if (s.ok() && fused) s = runtime_->CopyOnDevice(l.stream, CopiesOut(layout, outputs, bytes, buffer));
   if (s.ok()) s = FinishOnStream(runtime_, l.stream, ops);
   return s;
 }
@@ -236,12 +236,15 @@ Status NcclOperations::Allgather(const Response& response, const PendingOp& op, 
     } else {
       // Uneven parts: every rank broadcasts its own, as one grouped operation.
       const std::vector<int64_t> offsets = Offsets(counts);
-      Group group(nccl_);
-      for (int r = 0; r < l.set_size && s.ok(); ++r) {
-        s = Check(nccl_->Broadcast(t.input, static_cast<char*>(output) + offsets[r], counts[r],
-                                   kNcclUint8, r, l.comm, l.stream),
-                  "ncclBroadcast");
-      }
+      s = Grouped([&] {
+        Status b;
+        for (int r = 0; r < l.set_size && b.ok(); ++r) {
+          b = Check(nccl_->Broadcast(t.input, static_cast<char*>(output) + offsets[r], counts[r],
+                                     kNcclUint8, r, l.comm, l.stream),
+                    "ncclBroadcast");
+        }
+        return b;
+      });
     }
     if (!s.ok()) return s;
   }
@@ -263,22 +266,22 @@ Status NcclOperations::Alltoall(const Response& response, const PendingOp& op, c
   }
   const std::vector<int64_t> send_offsets = Offsets(sent);
   const std::vector<int64_t> recv_offsets = Offsets(received);
-  Status s;
-  {
-    Group group(nccl_);
-    for (int peer = 0; peer < l.set_size && s.ok(); ++peer) {
+  Status s = Grouped([&] {
+    Status r;
+    for (int peer = 0; peer < l.set_size && r.ok(); ++peer) {
       if (sent[peer] > 0) {
-        s = Check(nccl_->Send(static_cast<const char*>(t.input) + send_offsets[peer] * row_bytes,
+        r = Check(nccl_->Send(static_cast<const char*>(t.input) + send_offsets[peer] * row_bytes,
                               sent[peer] * row_bytes, kNcclUint8, peer, l.comm, l.stream),
                   "ncclSend");
       }
-      if (s.ok() && received[peer] > 0) {
-        s = Check(nccl_->Recv(static_cast<char*>(output) + recv_offsets[peer] * row_bytes,
+      if (r.ok() && received[peer] > 0) {
+        r = Check(nccl_->Recv(static_cast<char*>(output) + recv_offsets[peer] * row_bytes,
                               received[peer] * row_bytes, kNcclUint8, peer, l.comm, l.stream),
                   "ncclRecv");
       }
     }
-  }
+    return r;
+  });
   if (s.ok() && op.received_splits != nullptr) {
     for (int i = 0; i < l.set_size; ++i) op.received_splits[i] = static_cast<int32_t>(received[i]);
   }
@@ -309,14 +312,15 @@ Status NcclOperations::Reducescatter(const PendingOp& op, const Launch& l) {
                      "ncclReduceScatter");
       }
       // Uneven parts: one reduce to each part's owner, as one grouped operation.
-      Status r;
-      Group group(nccl_);
-      for (int root = 0; root < l.set_size && r.ok(); ++root) {
-        r = Check(nccl_->Reduce(static_cast<const char*>(t.input) + offsets[root] * element,
-                                output, counts[root], type, nccl_op, root, l.comm, l.stream),
-                  "ncclReduce");
-      }
-      return r;
+      return Grouped([&] {
+        Status r;
+        for (int root = 0; root < l.set_size && r.ok(); ++root) {
+          r = Check(nccl_->Reduce(static_cast<const char*>(t.input) + offsets[root] * element,
+                                  output, counts[root], type, nccl_op, root, l.comm, l.stream),
+                    "ncclReduce");
+        }
+        return r;
+      });
     });
     if (!s.ok()) return s;
   }

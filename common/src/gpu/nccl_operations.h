@@ -53,6 +53,9 @@ class NcclOperations {
   // Runs one reduction with `plan`'s op (creating and destroying a PreMulSum op if needed).
   template <typename Call>
   Status Reduce(const PendingOp& op, const Launch& l, int set_size, Call call);
+  // Runs calls() (NCCL calls returning a Status) as one NCCL group.
+  template <typename Calls>
+  Status Grouped(Calls calls);
   Status Check(ncclResult result, const char* what) const;
   char* FusionBuffer(int device, int stream, size_t bytes, Status* status);
 

@@ -23,7 +23,6 @@ TEST(GpuConfig, Defaults) {
   ASSERT_TRUE(Parse({}, &c).ok());
   EXPECT_EQ(c.operations, GpuOperations::kNccl);
   EXPECT_EQ(c.num_nccl_streams, 1);
-  EXPECT_FALSE(c.hierarchical_allreduce);
 }
 
 TEST(GpuConfig, ValuesAndHorovodNames) {
@@ -44,8 +43,6 @@ TEST(GpuConfig, BadValuesNameTheVariable) {
   EXPECT_EQ(s.message(), "HOROVOD_NUM_NCCL_STREAMS='0' is not a whole number from 1 to 64");
   s = Parse({{"TUTTI_NUM_NCCL_STREAMS", "2x"}}, &c);
   EXPECT_EQ(s.message(), "TUTTI_NUM_NCCL_STREAMS='2x' is not a whole number from 1 to 64");
-  s = Parse({{"TUTTI_GPU_HIERARCHICAL_ALLREDUCE", "yes"}}, &c);
-  EXPECT_EQ(s.message(), "TUTTI_GPU_HIERARCHICAL_ALLREDUCE='yes' is not 0 or 1");
 }
 
 }  // namespace
