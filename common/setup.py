@@ -36,6 +36,10 @@ def _version():
         return re.search(r'__version__ = "([^"]+)"', stream.read()).group(1)
 
 
+# Keep in step with GPU_COPTS in common/BUILD.
+GPU_WARNING_FLAGS = ["-Wall", "-Wextra", "-Werror"]
+
+
 class BuildCore(build_ext):
     """Compiles src/*.cc into tutti/common/libtutti_core.so."""
 
@@ -73,6 +77,8 @@ class BuildCore(build_ext):
             library_dirs=mpi["library_dirs"],
             libraries=["mpi", "gloo", "pthread", "dl"],
             jobs=2,
+            # The device code (src/gpu) is held to warnings as errors, as in the Bazel build.
+            source_cflags=lambda source: GPU_WARNING_FLAGS if "gpu" + os.sep in source else [],
         )
 
 

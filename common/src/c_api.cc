@@ -17,6 +17,8 @@
 #include "config.h"
 #include "context.h"
 #include "dtype.h"
+#include "gpu/device_executor.h"
+#include "gpu/gpu_libraries.h"
 #include "mpi_runtime.h"
 #include "request_builder.h"
 #include "status.h"
@@ -91,14 +93,15 @@ void AfterForkInChild() {
   }
 }
 
-// Validates `request` and queues it on the current context.
-tutti_status EnqueueRequest(const tutti_request& request) {
+// Validates `request` and queues it on the current context; `device` NULL: host memory.
+tutti_status EnqueueRequest(const tutti_request& request, const tutti_device* device = nullptr) {
   Status status;
   std::shared_ptr<Context> context = GetContext(&status);
   if (!context) return Fail(status);
   tutti::PendingOp pending;
   status = tutti::BuildRequest(request, context->topology().rank, context->process_sets(),
                                &pending);
+  if (status.ok()) status = tutti::gpu::AttachDevice(device, &pending);
   if (status.ok()) status = context->Enqueue(std::move(pending));
   if (!status.ok()) return Fail(status);
   return TUTTI_OK;
@@ -127,7 +130,25 @@ const char* tutti_version(void) { return TUTTI_CORE_VERSION; }
 int tutti_built(const char* name) {
   if (name == nullptr) return 0;
   const std::string n(name);
+  if (n == "cuda") return tutti::gpu::Cuda(nullptr) != nullptr ? 1 : 0;
+  if (n == "nccl") return tutti::gpu::Nccl(nullptr) != nullptr ? 1 : 0;
   return (n == "mpi" || n == "gloo") ? 1 : 0;
+}
+
+int tutti_c_api_minor_version(void) { return TUTTI_C_API_MINOR_VERSION; }
+
+const char* tutti_gpu_library_error(const char* name) {
+  static thread_local std::string reason;
+  reason.clear();
+  const std::string n(name ? name : "");
+  if (n == "cuda") {
+    tutti::gpu::Cuda(&reason);
+  } else if (n == "nccl") {
+    tutti::gpu::Nccl(&reason);
+  } else {
+    reason = "unknown library '" + n + "' (cuda or nccl)";
+  }
+  return reason.c_str();
 }
 
 tutti_status tutti_init(void) {
@@ -237,6 +258,13 @@ tutti_status tutti_allreduce_async(const char* name, const tutti_tensor* input,
 tutti_status tutti_enqueue(const tutti_request* request) {
   if (request == nullptr) return Fail(Status::InvalidArgument("tutti_enqueue: request is NULL"));
   return EnqueueRequest(*request);
+}
+
+tutti_status tutti_enqueue_on_device(const tutti_request* request, const tutti_device* device) {
+  if (request == nullptr) {
+    return Fail(Status::InvalidArgument("tutti_enqueue_on_device: request is NULL"));
+  }
+  return EnqueueRequest(*request, device);
 }
 
 tutti_status tutti_add_process_set(const int32_t* ranks, int32_t num_ranks, int32_t* id_out) {

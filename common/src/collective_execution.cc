@@ -24,10 +24,36 @@ std::vector<int64_t> Times(const std::vector<int64_t>& rows, int64_t factor) {
 
 }  // namespace
 
+Status CollectiveExecutor::Device(gpu::DeviceExecutor** device) {
+  if (!device_) {
+    Status s = gpu::DeviceExecutor::Create(controller_, sets_, rank_, &device_);
+    if (!s.ok()) return s;
+  }
+  *device = device_.get();
+  return Status::OK();
+}
+
 Status CollectiveExecutor::Execute(const Response& response, const PendingOp& op) {
+  const auto start = Timeline::Clock::now();
+  Status s;
+  gpu::DeviceExecutor* device = nullptr;
+  if (!op.device.on_device()) {
+    s = ExecuteOnHost(response, op);
+  } else if ((s = Device(&device)).ok()) {
+    s = device->Execute(response, op,
+                        [&](const PendingOp& host) { return ExecuteOnHost(response, host); });
+  }
+  if (response.collective != Collective::kAllreduce) {
+    Trace({&op}, CollectiveName(response.collective), start);
+  }
+  if (s.ok()) return s;
+  return Status(s.code(), std::string(CollectiveName(response.collective)) + " of tensor '" +
+                              op.meta.name + "' failed: " + s.message());
+}
+
+Status CollectiveExecutor::ExecuteOnHost(const Response& response, const PendingOp& op) {
   const int set_size = sets_->Size(response.process_set);
   const int set_rank = sets_->RankIn(response.process_set, rank_);
-  const auto start = Timeline::Clock::now();
   Status s;
   switch (response.collective) {
     case Collective::kAllreduce: s = Allreduce(response, op, set_size); break;
@@ -42,12 +68,7 @@ Status CollectiveExecutor::Execute(const Response& response, const PendingOp& op
     case Collective::kAddProcessSet: s = AddProcessSet(op); break;
     case Collective::kRemoveProcessSet: s = RemoveProcessSet(op); break;
   }
-  if (response.collective != Collective::kAllreduce) {
-    Trace({&op}, CollectiveName(response.collective), start);
-  }
-  if (s.ok()) return s;
-  return Status(s.code(), std::string(CollectiveName(response.collective)) + " of tensor '" +
-                              op.meta.name + "' failed: " + s.message());
+  return s;
 }
 
 Status CollectiveExecutor::ExecuteJoined(const Response& response) {
@@ -74,6 +95,15 @@ Status CollectiveExecutor::Allreduce(const Response& response, const PendingOp& 
 Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
                                                  const std::vector<const PendingOp*>& ops) {
   using Clock = Timeline::Clock;
+  if (ops[0]->device.on_device()) {  // the fusion plan keeps each group on one device
+    gpu::DeviceExecutor* device = nullptr;
+    Status s = Device(&device);
+    if (!s.ok()) return s;
+    return device->Allreduce(set, ops, [this](int32_t host_set,
+                                              const std::vector<const PendingOp*>& host_ops) {
+      return ExecuteFusedAllreduce(host_set, host_ops);
+    });
+  }
   const RequestMeta& meta = ops[0]->meta;  // dtype, op and scales agree across the group
   const int set_size = sets_->Size(set);
   const size_t element = DtypeSize(meta.dtype);
@@ -233,6 +263,7 @@ Status CollectiveExecutor::RemoveProcessSet(const PendingOp& op) {
     return Status::InvalidArgument("process set " + std::to_string(id) + " is unknown");
   }
   controller_->RemoveProcessSet(id);
+  if (device_) device_->ForgetProcessSet(id);
   return Status::OK();
 }
 

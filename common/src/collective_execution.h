@@ -3,9 +3,11 @@
 #ifndef TUTTI_SRC_COLLECTIVE_EXECUTION_H_
 #define TUTTI_SRC_COLLECTIVE_EXECUTION_H_
 
+#include <memory>
 #include <vector>
 
 #include "controller.h"
+#include "gpu/device_executor.h"
 #include "counters.h"
 #include "process_sets.h"
 #include "request.h"
@@ -37,6 +39,10 @@ class CollectiveExecutor {
   Status ExecuteJoined(const Response& response);
 
  private:
+  // The collective of `op` on host memory (device requests were staged or run elsewhere).
+  Status ExecuteOnHost(const Response& response, const PendingOp& op);
+  // The executor for device tensors, created by the first device request.
+  Status Device(gpu::DeviceExecutor** device);
   Status Allreduce(const Response& response, const PendingOp& op, int set_size);
   Status Allgather(const Response& response, const PendingOp& op, int set_size);
   Status Broadcast(const Response& response, const PendingOp& op);
@@ -66,6 +72,7 @@ class CollectiveExecutor {
   std::vector<char> scratch_;
   std::vector<char> fusion_;
   std::vector<char> adasum_scratch_;  // what Adasum receives from its peers
+  std::unique_ptr<gpu::DeviceExecutor> device_;
 };
 
 }  // namespace tutti

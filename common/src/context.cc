@@ -437,6 +437,7 @@ void Context::ExecuteAll(const std::vector<Work*>& work, Clock::time_point negot
     item.prescale = w.op.meta.prescale;
     item.postscale = w.op.meta.postscale;
     item.bytes = TensorBytes(w.op);
+    item.device = w.op.device.on_device() ? w.op.device.index : -1;
   }
   if (timeline_.active()) {
     for (const Work* w : work) {

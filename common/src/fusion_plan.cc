@@ -5,7 +5,7 @@ namespace {
 
 bool SameKey(const FusionItem& a, const FusionItem& b) {
   return a.process_set == b.process_set && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
-         a.prescale == b.prescale && a.postscale == b.postscale;
+         a.prescale == b.prescale && a.postscale == b.postscale && a.device == b.device;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct FusionItem {
   double prescale = 1.0;
   double postscale = 1.0;
   int64_t bytes = 0;
+  int32_t device = -1;  // CUDA ordinal, -1 for host memory: only one device's tensors fuse
 };
 
 // Groups of item indices in execution order (a group runs at the position of its first

@@ -90,6 +90,8 @@ std::string DescribeMismatch(const Requests& requests) {
                     [whole_shape](M m) { return ShapesString(m.shapes, whole_shape ? 0 : 1); }),
       DescribeField("prescale", requests, [](M m) { return DoubleString(m.prescale); }),
       DescribeField("postscale", requests, [](M m) { return DoubleString(m.postscale); }),
+      DescribeField("device", requests,
+                    [](M m) { return std::string(m.device == TUTTI_DEVICE_CUDA ? "CUDA" : "CPU"); }),
   };
   std::string result;
   for (const std::string& p : parts) {

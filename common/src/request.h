@@ -41,6 +41,7 @@ struct RequestMeta {
   double postscale = 1.0;
   int32_t root_rank = 0;        // broadcast, within the process set
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank of the set
+  tutti_device_type device = TUTTI_DEVICE_CPU;  // where the tensors live (not the ordinal)
 };
 
 // One rank's message for one negotiation cycle.

@@ -22,6 +22,15 @@ struct TensorView {
   std::vector<int64_t> shape;
 };
 
+// Where a request's tensors live on this rank (tutti_device without its size field).
+struct DeviceSpec {
+  tutti_device_type type = TUTTI_DEVICE_CPU;
+  int32_t index = -1;
+  void* ready_event = nullptr;
+  void* done_event = nullptr;
+  bool on_device() const { return type != TUTTI_DEVICE_CPU; }
+};
+
 // A request plus what is needed to execute and complete it on this rank.
 struct PendingOp {
   RequestMeta meta;
@@ -32,6 +41,7 @@ struct PendingOp {
   tutti_done_fn done = nullptr;
   void* user_data = nullptr;
   std::chrono::steady_clock::time_point enqueued;  // for the timeline
+  DeviceSpec device;
 
   void Complete(const Status& status) const {
     done(user_data, status.code(), status.ok() ? nullptr : status.message().c_str());

@@ -6,6 +6,7 @@ bool SameRequest(const RequestMeta& a, const RequestMeta& b) {
   return a.name == b.name && a.collective == b.collective && a.process_set == b.process_set &&
          a.reduce_op == b.reduce_op && a.dtype == b.dtype && a.shapes == b.shapes &&
          a.prescale == b.prescale && a.postscale == b.postscale && a.root_rank == b.root_rank &&
+         a.device == b.device &&
          a.splits == b.splits;
 }
 

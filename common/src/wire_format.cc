@@ -6,7 +6,7 @@ namespace tutti {
 namespace {
 
 // Version byte at the start of each message, so a mixed-build job fails clearly.
-const uint8_t kWireVersion = 3;
+const uint8_t kWireVersion = 4;
 
 class Writer {
  public:
@@ -123,6 +123,7 @@ std::string SerializeRequestList(const RequestList& list) {
     w.F64(r.postscale);
     w.U32(static_cast<uint32_t>(r.root_rank));
     WriteInts(&w, r.splits);
+    w.U8(static_cast<uint8_t>(r.device));
   }
   return w.Take();
 }
@@ -154,6 +155,9 @@ Status ParseRequestList(const std::string& bytes, RequestList* list) {
     if (!r.F64(&m.prescale) || !r.F64(&m.postscale)) return Corrupt("scale factors");
     if (!r.U32(&root) || !ReadInts(&r, &m.splits)) return Corrupt("root or splits");
     m.root_rank = static_cast<int32_t>(root);
+    uint8_t device;
+    if (!r.U8(&device)) return Corrupt("device");
+    m.device = static_cast<tutti_device_type>(device);
   }
   if (!r.AtEnd()) return Corrupt("trailing bytes");
   *list = std::move(result);

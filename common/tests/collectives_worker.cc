@@ -83,7 +83,7 @@ void Enqueue(Case* c) {
   if (r.collective == TUTTI_OP_ALLREDUCE || r.collective == TUTTI_OP_BROADCAST) {
     r.outputs = c->views.data();  // in place
   }
-  tutti_status s = tutti_enqueue(&r);
+  tutti_status s = worker::Enqueue(&r);
   CHECK(s == TUTTI_OK, "enqueue %s: %s", c->name.c_str(), tutti_last_error());
   if (s != TUTTI_OK) c->verify = nullptr;
 }
@@ -286,7 +286,7 @@ tutti_status Try(tutti_request r, Call* call, float* data, std::vector<int64_t> 
   r.inputs = &t;
   r.num_tensors = 1;
   if (r.collective == TUTTI_OP_ALLREDUCE || r.collective == TUTTI_OP_BROADCAST) r.outputs = &t;
-  tutti_status s = tutti_enqueue(&r);
+  tutti_status s = worker::Enqueue(&r);
   if (s == TUTTI_OK) CHECK(Wait(call), "%s finished", r.name);
   return s;
 }

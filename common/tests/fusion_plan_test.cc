@@ -34,6 +34,15 @@ TEST(FusionPlanTest, OpsAndScalesAndSetsKeepGroupsApart) {
   EXPECT_EQ(PlanFusion(items, 1 << 20), (Groups{{0}, {1}, {2}, {3}}));
 }
 
+// Tensors on different devices (host, CUDA 0, CUDA 1) never share a fusion buffer.
+TEST(FusionPlanTest, DevicesKeepGroupsApart) {
+  std::vector<FusionItem> items = {Item(4), Item(4), Item(4), Item(4), Item(4)};
+  items[1].device = 0;
+  items[2].device = 1;
+  items[3].device = 0;
+  EXPECT_EQ(PlanFusion(items, 1 << 20), (Groups{{0, 4}, {1, 3}, {2}}));
+}
+
 TEST(FusionPlanTest, ThresholdStartsNewGroups) {
   std::vector<FusionItem> items = {Item(40), Item(40), Item(40), Item(100), Item(10), Item(20)};
   EXPECT_EQ(PlanFusion(items, 80), (Groups{{0, 1}, {2}, {3}, {4, 5}}));

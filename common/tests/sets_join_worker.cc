@@ -26,7 +26,7 @@ tutti_status Run(const char* name, tutti_collective collective, int32_t set, flo
   if (collective == TUTTI_OP_ALLREDUCE || collective == TUTTI_OP_BROADCAST) r.outputs = &t;
   r.reduce_op = op;
   r.root_rank = root;
-  tutti_status s = tutti_enqueue(&r);
+  tutti_status s = worker::Enqueue(&r);
   if (s != TUTTI_OK) return s;
   CHECK(Wait(call), "%s finished", name);
   return call->status;
@@ -118,7 +118,7 @@ int32_t Join(Call* call) {
   int32_t result = -2;
   tutti_request r = Request(nullptr, TUTTI_OP_JOIN, call);
   r.result = &result;
-  CHECK(tutti_enqueue(&r) == TUTTI_OK, "join: %s", tutti_last_error());
+  CHECK(worker::Enqueue(&r) == TUTTI_OK, "join: %s", tutti_last_error());
   CHECK(Wait(call), "join finished");
   CHECK(call->status == TUTTI_OK, "join: %s", call->message.c_str());
   return result;
@@ -146,7 +146,7 @@ void CheckJoin() {
       tutti_request r = Request(name.c_str(), TUTTI_OP_ALLREDUCE, &call);
       r.num_tensors = 2;
       r.inputs = r.outputs = views;
-      CHECK(tutti_enqueue(&r) == TUTTI_OK && Wait(&call) && call.status == TUTTI_OK,
+      CHECK(worker::Enqueue(&r) == TUTTI_OK && Wait(&call) && call.status == TUTTI_OK,
             "%s: %s", name.c_str(), call.message.c_str());
       CHECK(second[0] == expected && second[1] == 2 * expected && second[2] == 3 * expected,
             "%s second tensor %f %f %f", name.c_str(), second[0], second[1], second[2]);

@@ -17,6 +17,7 @@ TEST(WireFormatTest, RequestListRoundTrip) {
   m.process_set = 7;
   m.root_rank = 2;
   m.splits = {1, 2};
+  m.device = TUTTI_DEVICE_CUDA;
   m.prescale = 0.125;
   m.postscale = -3.5;
   list.requests = {m, RequestMeta()};
@@ -33,6 +34,7 @@ TEST(WireFormatTest, RequestListRoundTrip) {
   EXPECT_EQ(p.process_set, 7);
   EXPECT_EQ(p.root_rank, 2);
   EXPECT_EQ(p.splits, m.splits);
+  EXPECT_EQ(p.device, TUTTI_DEVICE_CUDA);
   EXPECT_EQ(p.prescale, m.prescale);
   EXPECT_EQ(p.postscale, m.postscale);
   EXPECT_TRUE(parsed.requests[1].shapes.empty());

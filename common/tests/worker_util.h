@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,18 @@ inline void* AllocateOutput(void* user_data, int32_t index, int32_t ndim, const 
   c->outputs[index].assign(std::max<int64_t>(count, 1) * c->element_size, 0);
   c->shapes[index].assign(shape, shape + ndim);
   return c->outputs[index].data();
+}
+
+// Submits `r` like tutti_enqueue. With TUTTI_TEST_DEVICE=cuda (and TUTTI_DEVICE_RUNTIME=host,
+// where host memory stands in for device memory) every request goes through
+// tutti_enqueue_on_device as a CUDA request with ready and done events, so the same checks
+// cover the device path: the negotiated device, the staged copies and the event ordering.
+inline tutti_status Enqueue(const tutti_request* r) {
+  const char* mode = std::getenv("TUTTI_TEST_DEVICE");
+  if (mode == nullptr || std::string(mode) != "cuda") return tutti_enqueue(r);
+  static int ready_event = 0, done_event = 0;  // opaque tokens for the host runtime
+  tutti_device device = {sizeof(tutti_device), TUTTI_DEVICE_CUDA, 0, &ready_event, &done_event};
+  return tutti_enqueue_on_device(r, &device);
 }
 
 inline bool Wait(Call* c, int seconds = 60) {

@@ -22,7 +22,7 @@ except ImportError as error:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["src/handle_table.cc", "src/request_support.cc", "src/allreduce_ops.cc",
-           "src/request_ops.cc"]
+           "src/request_ops.cc", "src/device_support.cc"]
 
 
 def _read(*parts):

@@ -64,3 +64,19 @@ def test_frameworks_not_on_the_path_are_unavailable(tmp_path):
     assert found["Available frameworks"] == {"TensorFlow": "[ ]", "PyTorch": "[ ]", "MXNet": "[ ]"}
     assert "(tutti.torch: not installed)" in result.stdout
     assert "(tutti.mxnet: not installed)" in result.stdout
+
+
+def test_nccl_shows_only_when_it_loads():
+    missing = runner_helpers.tuttirun(["--check-build", "--verbose"],
+                                      env={"TUTTI_NCCL_LIBRARY": "/nonexistent/libnccl.so.2"},
+                                      timeout=300)
+    assert missing.returncode == 0, missing.stderr
+    assert sections(missing.stdout)["Available tensor operations"]["NCCL"] == "[ ]"
+    assert "[ ] NCCL  (cannot load NCCL (libnccl); tried:" in missing.stdout
+    from tutti.common import gpu_libraries
+
+    if not any(os.path.exists(os.path.join(d, "libnccl.so.2"))
+               for d in gpu_libraries.nvidia_library_dirs()):
+        return  # no NCCL here to show as available (tools/setup installs nvidia-nccl-cu13)
+    found = runner_helpers.tuttirun(["--check-build"], timeout=300)
+    assert sections(found.stdout)["Available tensor operations"]["NCCL"] == "[X]"

@@ -8,7 +8,11 @@
  * Versioning: TUTTI_C_API_VERSION changes whenever a declaration below changes in
  * an incompatible way. A plugin compares it with tutti_c_api_version() at load
  * time and refuses to run against a core with another version. Additions (new
- * functions, new enum values at the end) keep the version.
+ * functions, new enum values at the end) keep the version and raise
+ * TUTTI_C_API_MINOR_VERSION: a plugin built against minor m runs on any core of the
+ * same version whose tutti_c_api_minor_version() is >= m.
+ *
+ * Minor versions: 0 host tensors only; 1 device-aware requests (tutti_enqueue_on_device).
  *
  * Threading: every function may be called from any thread. Collective requests
  * are executed by the core's single background thread; their completion
@@ -24,6 +28,7 @@ extern "C" {
 #endif
 
 #define TUTTI_C_API_VERSION 1
+#define TUTTI_C_API_MINOR_VERSION 1
 
 #if defined(__GNUC__)
 #define TUTTI_EXPORT __attribute__((visibility("default")))
@@ -89,7 +94,8 @@ typedef void (*tutti_done_fn)(void* user_data, tutti_status status, const char* 
 /* ---- version and build information ---------------------------------- */
 TUTTI_EXPORT int tutti_c_api_version(void);
 TUTTI_EXPORT const char* tutti_version(void);
-/* 1 if the transport was compiled into this core. name: "mpi", "gloo", "nccl", "cuda". */
+/* 1 if the transport can be used by this core. name: "mpi", "gloo" (compiled in), "cuda",
+ * "nccl" (libcudart / libnccl load at run time; see tutti_gpu_library_error). */
 TUTTI_EXPORT int tutti_built(const char* name);
 
 /* ---- lifecycle -------------------------------------------------------- */
@@ -228,6 +234,43 @@ TUTTI_EXPORT int tutti_completion_test(const tutti_completion* completion);
 /* Waits at most timeout_seconds (< 0: forever); returns 1 when done, 0 on timeout. Polls
  * briefly, then sleeps until woken. */
 TUTTI_EXPORT int tutti_completion_wait(tutti_completion* completion, double timeout_seconds);
+
+/* ---- devices (minor version 1) ---------------------------------------------- */
+/* Where a request's tensors live. The numbering is part of the ABI. */
+typedef enum {
+  TUTTI_DEVICE_CPU = 0,
+  TUTTI_DEVICE_CUDA = 1
+} tutti_device_type;
+
+/* The device of a request and how its work is ordered with the framework's. Set
+ * struct_size to sizeof(tutti_device): later minor versions append fields. For CUDA every
+ * tensor of the request (inputs, given outputs, allocated outputs) is device memory on
+ * `index`. The core never blocks a framework stream: its own stream waits on ready_event,
+ * and, before `done` is called, it records done_event on that stream once the outputs are
+ * written there; the framework's stream then waits on done_event (e.g. torch
+ * Stream.wait_event). With no done_event the core waits for its stream before `done`, so the
+ * outputs are complete when it is called. */
+typedef struct {
+  uint32_t struct_size;      /* sizeof(tutti_device) */
+  tutti_device_type type;
+  int32_t index;             /* CUDA device ordinal; ignored for CPU */
+  void* ready_event;         /* cudaEvent_t recorded after the inputs were written, or NULL
+                                (the inputs are complete already) */
+  void* done_event;          /* cudaEvent_t (created by the caller) that the core records, or
+                                NULL */
+} tutti_device;
+
+/* The minor version of the ABI this core implements (TUTTI_C_API_MINOR_VERSION when built). */
+TUTTI_EXPORT int tutti_c_api_minor_version(void);
+/* tutti_enqueue for tensors on `device` (NULL: CPU). Ranks must agree on the device type of a
+ * request (not on the ordinal). CUDA requests run on NCCL where it loads and can run them,
+ * otherwise staged through pinned host buffers over the controller's transport
+ * (TUTTI_GPU_OPERATIONS=nccl|mpi|gloo). Fails with TUTTI_ERR_UNSUPPORTED, naming what was
+ * tried, when the CUDA runtime cannot be loaded. */
+TUTTI_EXPORT tutti_status tutti_enqueue_on_device(const tutti_request* request,
+                                                  const tutti_device* device);
+/* Why `name` ("cuda" or "nccl") cannot be used ("" when it can). Valid until the next call. */
+TUTTI_EXPORT const char* tutti_gpu_library_error(const char* name);
 
 /* ---- observability ---------------------------------------------------------- */
 /* Starts writing a Chrome trace of the core's activity to `path` (rank 0 only;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_support.h"
 #include "handle_table.h"
 #include "request_support.h"
 #include "tutti/c_api.h"
@@ -28,13 +29,23 @@ namespace tutti_torch {
 namespace {
 
 tutti_status Submit(c10::string_view name, const tutti_tensor& input, const tutti_tensor& output,
-                    int64_t op, double prescale, double postscale, int64_t handle) {
+                    int64_t op, double prescale, double postscale, int64_t handle,
+                    const DeviceRequest& device) {
   return SubmitNamed(name, "allreduce", TUTTI_GLOBAL_PROCESS_SET,
                      [&](const std::string& request_name) {
-                       return tutti_allreduce_async(
-                           request_name.c_str(), &input, &output,
-                           static_cast<tutti_reduce_op>(op), prescale, postscale,
-                           &HandleTable::OnDone, HandleTable::UserData(handle));
+                       tutti_request r{};
+                       r.name = request_name.c_str();
+                       r.collective = TUTTI_OP_ALLREDUCE;
+                       r.process_set = TUTTI_GLOBAL_PROCESS_SET;
+                       r.num_tensors = 1;
+                       r.inputs = &input;
+                       r.outputs = &output;
+                       r.reduce_op = static_cast<tutti_reduce_op>(op);
+                       r.prescale = prescale;
+                       r.postscale = postscale;
+                       r.done = &HandleTable::OnDone;
+                       r.user_data = HandleTable::UserData(handle);
+                       return EnqueueOn(r, device);
                      });
 }
 
@@ -44,11 +55,23 @@ int64_t EnqueueAllreduce(c10::string_view name, const at::Tensor& input, const a
                          int64_t op, double prescale, double postscale,
                          std::function<void()> on_success) {
   HandleTable& table = HandleTable::Instance();
-  auto keepalive = std::make_shared<std::pair<at::Tensor, at::Tensor>>(input, output);
-  int64_t handle = table.Add(std::move(keepalive), std::move(on_success));
+  // CUDA: the ready event is recorded on the current stream now; synchronizing makes the
+  // then-current stream wait for the core's done event before anything else runs.
+  auto device = std::make_shared<DeviceRequest>(std::vector<at::Tensor>{input, output},
+                                                "allreduce");
+  auto keepalive = std::make_shared<std::tuple<at::Tensor, at::Tensor, std::shared_ptr<DeviceRequest>>>(
+      input, output, device);
+  std::function<void()> finish = on_success;
+  if (device->on_device()) {
+    finish = [device, on_success]() {
+      device->WaitOnCurrentStream();
+      if (on_success) on_success();
+    };
+  }
+  int64_t handle = table.Add(std::move(keepalive), std::move(finish));
   TensorView in(input);
   TensorView out(output);
-  tutti_status status = Submit(name, in.view, out.view, op, prescale, postscale, handle);
+  tutti_status status = Submit(name, in.view, out.view, op, prescale, postscale, handle, *device);
   if (status != TUTTI_OK) {
     std::string message = tutti_last_error();
     table.Discard(handle);
@@ -134,8 +157,9 @@ TORCH_LIBRARY(tutti, m) {
   m.def("take_error_status() -> int", &tutti_torch::TakeErrorStatus);
 }
 
-// Registered for every backend so that a non-CPU tensor reaches the kernel's own check
-// (with a clear message) instead of a missing-kernel error from the dispatcher.
+// Registered for every backend: CUDA tensors run here too (device_support.h), and any other
+// device reaches the kernel's own check (with a clear message) instead of a missing-kernel
+// error from the dispatcher.
 TORCH_LIBRARY_IMPL(tutti, CompositeExplicitAutograd, m) {
   m.impl("allreduce_async", TORCH_FN(tutti_torch::AllreduceAsync));
   m.impl("allreduce_async_", TORCH_FN(tutti_torch::AllreduceAsyncInPlace));

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "device_support.h"
 #include "handle_table.h"
 #include "request_support.h"
 #include "tutti/c_api.h"
@@ -34,6 +35,8 @@ struct RequestState {
   std::vector<int32_t> received_splits;
   int32_t result = -1;
   at::ScalarType dtype = at::kFloat;
+  c10::Device device = at::kCPU;  // where allocated outputs go
+  std::shared_ptr<DeviceRequest> device_request;
 };
 
 std::mutex states_mutex;
@@ -54,7 +57,8 @@ void* Allocate(void* user_data, int32_t index, int32_t ndim, const int64_t* shap
     std::vector<int64_t> sizes(shape, shape + ndim);
     int64_t numel = 1;
     for (int64_t size : sizes) numel *= size;
-    at::Tensor buffer = at::empty({numel > 0 ? numel : 1}, at::TensorOptions().dtype(state->dtype));
+    at::Tensor buffer = at::empty({numel > 0 ? numel : 1},
+                                  at::TensorOptions().dtype(state->dtype).device(state->device));
     at::Tensor output = buffer.narrow(0, 0, numel).view(sizes);
     if (state->outputs.size() <= static_cast<size_t>(index)) {
       state->outputs.resize(index + 1);
@@ -99,6 +103,10 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
       Fail(TUTTI_ERR_INVALID_ARGUMENT, what + ": needs as many outputs as inputs");
     }
   }
+  std::vector<at::Tensor> placed = state->inputs;
+  placed.insert(placed.end(), state->outputs.begin(), state->outputs.end());
+  state->device_request = std::make_shared<DeviceRequest>(placed, what.c_str());
+  state->device = state->device_request->device();
   int32_t set_id = static_cast<int32_t>(process_set);
   if (collective == TUTTI_OP_ALLTOALL) {
     int32_t set_size = SetSize(set_id);
@@ -125,7 +133,12 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
   }
 
   HandleTable& table = HandleTable::Instance();
-  int64_t handle = table.Add(state, nullptr);
+  std::function<void()> finish;
+  if (state->device_request->on_device()) {
+    std::shared_ptr<DeviceRequest> device = state->device_request;
+    finish = [device]() { device->WaitOnCurrentStream(); };
+  }
+  int64_t handle = table.Add(state, finish);
   {
     std::lock_guard<std::mutex> lock(states_mutex);
     states[handle] = state;
@@ -150,7 +163,7 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
 
   tutti_status status = SubmitNamed(name, what, set_id, [&](const std::string& request_name) {
     request.name = request_name.c_str();
-    return tutti_enqueue(&request);
+    return EnqueueOn(request, *state->device_request);
   });
   if (status != TUTTI_OK) {
     std::string message = tutti_last_error();

@@ -58,9 +58,10 @@ void CheckTensor(const at::Tensor& tensor, const char* op) {
          std::string(op) + ": only dense (strided) tensors are supported, got layout " +
              c10::str(tensor.layout()));
   }
-  if (!tensor.device().is_cpu()) {
-    Fail(TUTTI_ERR_UNSUPPORTED, std::string(op) + ": only CPU tensors are supported, got a tensor on " +
-                                    tensor.device().str() + "; move it with .cpu() first");
+  if (!tensor.device().is_cpu() && !tensor.device().is_cuda()) {
+    Fail(TUTTI_ERR_UNSUPPORTED, std::string(op) + ": only CPU and CUDA tensors are supported, got "
+                                    "a tensor on " + tensor.device().str() +
+                                    "; move it with .cpu() or .cuda() first");
   }
   ToTuttiDtype(tensor.scalar_type());
 }

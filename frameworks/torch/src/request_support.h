@@ -24,10 +24,10 @@ int64_t TakeErrorStatus();
 // The core's element type for a torch dtype; fails for dtypes the core does not know.
 tutti_dtype ToTuttiDtype(at::ScalarType type);
 
-// Fails unless `tensor` is a defined, dense CPU tensor of a supported dtype.
+// Fails unless `tensor` is a defined, dense CPU or CUDA tensor of a supported dtype.
 void CheckTensor(const at::Tensor& tensor, const char* op);
 
-// A tutti_tensor describing a contiguous CPU tensor; owns the shape array it points to.
+// A tutti_tensor describing a contiguous tensor; owns the shape array it points to.
 struct TensorView {
   explicit TensorView(const at::Tensor& tensor);
   TensorView(const TensorView& other);

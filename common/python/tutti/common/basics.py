@@ -230,12 +230,14 @@ def gloo_built():
 
 
 def nccl_built():
-    """True when the core was compiled with NCCL support."""
+    """True when NCCL can be used: the core loads libnccl at run time (system or pip
+    nvidia-nccl-cu13); see gpu_library_error("nccl") for why not."""
     return _built("nccl")
 
 
 def cuda_built():
-    """True when the core was compiled with CUDA support."""
+    """True when CUDA tensors can be used: the core loads libcudart at run time (CUDA
+    toolkit or pip nvidia-cuda-runtime); see gpu_library_error("cuda") for why not."""
     return _built("cuda")
 
 
@@ -252,6 +254,12 @@ def ccl_built():
 def ddl_built():
     """False: tutti has no IBM DDL backend (Horovod's ddl_built)."""
     return False
+
+
+def gpu_library_error(name):
+    """Why "cuda" or "nccl" cannot be loaded ("" when it can): the paths tried and the fix."""
+    message = core.lib.tutti_gpu_library_error(name.encode())
+    return message.decode("utf-8", "replace") if message else ""
 
 
 def mpi_threads_supported():

@@ -44,19 +44,25 @@ def compile_shared_library(
     ldflags=(),
     jobs=2,
     log=print,
+    source_cflags=None,
 ):
     """Compiles `sources` (in parallel, `jobs` at a time) and links them into `output`.
+
+    source_cflags(source) may return extra flags for one source (e.g. -Werror for some).
 
     defines are "NAME" or "NAME=VALUE"; libraries are names for -l (":libx.so.1" works too);
     ldflags go to the link command before the libraries. Returns `output`.
     """
     compiler = os.environ.get("CXX", "g++")
+    jobs = int(os.environ.get("TUTTI_BUILD_JOBS", jobs))  # more cores than the default 2
     os.makedirs(build_temp, exist_ok=True)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     flags = list(cflags) + ["-D" + d for d in defines] + ["-I" + d for d in include_dirs]
     objects = [_object_path(source, build_temp) for source in sources]
     commands = [
-        [compiler] + flags + ["-c", source, "-o", obj] for source, obj in zip(sources, objects)
+        [compiler] + flags + list(source_cflags(source) if source_cflags else [])
+        + ["-c", source, "-o", obj]
+        for source, obj in zip(sources, objects)
     ]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for future in [pool.submit(_run, command, log) for command in commands]:

@@ -10,6 +10,7 @@ copy through their DT_NEEDED entry on the soname libtutti_core.so.1.
 import ctypes
 import os
 
+from . import gpu_libraries
 from .exceptions import error_for_status
 
 LIBRARY_NAME = "libtutti_core.so"
@@ -85,6 +86,22 @@ class Request(ctypes.Structure):
         ("user_data", ctypes.c_void_p),
     ]
 
+class Device(ctypes.Structure):
+    """struct tutti_device (C ABI minor version 1): where a request's tensors live."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("type", ctypes.c_int),
+        ("index", ctypes.c_int32),
+        ("ready_event", ctypes.c_void_p),
+        ("done_event", ctypes.c_void_p),
+    ]
+
+
+# tutti_device_type values.
+DEVICE_CPU = 0
+DEVICE_CUDA = 1
+
 # name: (restype, argtypes) for every function of the C ABI.
 _SIGNATURES = {
     "tutti_c_api_version": (ctypes.c_int, []),
@@ -116,6 +133,9 @@ _SIGNATURES = {
         ],
     ),
     "tutti_enqueue": (ctypes.c_int, [ctypes.POINTER(Request)]),
+    "tutti_c_api_minor_version": (ctypes.c_int, []),
+    "tutti_enqueue_on_device": (ctypes.c_int, [ctypes.POINTER(Request), ctypes.POINTER(Device)]),
+    "tutti_gpu_library_error": (ctypes.c_char_p, [ctypes.c_char_p]),
     "tutti_add_process_set": (
         ctypes.c_int,
         [ctypes.POINTER(ctypes.c_int32), ctypes.c_int32, ctypes.POINTER(ctypes.c_int32)],
@@ -143,6 +163,8 @@ def library_path():
 
 
 def _load():
+    # The core finds libcudart/libnccl of pip's nvidia-* packages through this variable.
+    gpu_libraries.export_search_path()
     path = library_path()
     if not os.path.exists(path):
         raise ImportError(

@@ -66,6 +66,8 @@ def _core_facts():
             facts[function] = bool(getattr(common, function)())
         except Exception:
             facts[function] = False
+    if not facts["nccl_built"]:
+        facts["nccl_reason"] = common.gpu_library_error("nccl").splitlines()[0]
     return facts, None
 
 
@@ -86,7 +88,10 @@ def report(verbose=False):
                          ("Available tensor operations:", OPERATIONS)):
         lines += ["", title]
         for name, function in table:
-            lines.append("    %s %s" % (_mark(facts[function] if facts else None), name))
+            note = ""
+            if verbose and facts and function == "nccl_built" and not facts[function]:
+                note = "  (%s)" % facts["nccl_reason"]  # NCCL shows only when it loads
+            lines.append("    %s %s%s" % (_mark(facts[function] if facts else None), name, note))
     if core_error:
         lines += ["", "[?]: unknown, the tutti core cannot be loaded: %s" % core_error]
     return "\n".join(lines) + "\n"

@@ -19,6 +19,6 @@ def join(device=-1):
 
     Afterwards every rank numbers its unnamed requests from 0 again, so that ranks which
     made different numbers of calls before join() agree on the names of the next ones.
-    device is accepted for Horovod compatibility; tutti.torch works on CPU tensors."""
+    device is accepted for Horovod compatibility (join itself moves no tensors)."""
     return requests.synchronize(requests.submit(requests.JOIN, "join", None, global_process_set,
                                                 [], lambda results, extra: int(extra[0])))

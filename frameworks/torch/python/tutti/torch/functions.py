@@ -77,6 +77,7 @@ class _TensorLayout:
     def __init__(self, tensor):
         self.shape = tuple(tensor.shape)
         self.dtype = tensor.dtype
+        self.is_cuda = tensor.is_cuda  # receivers keep it on their own GPU then
 
 
 def _zero_gradient(optimizer, param):
@@ -161,8 +162,13 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     handles = []
 
     def receive(spec):
-        tensor = next(local_iter).detach().contiguous() if is_root else \
-            torch.empty(spec.shape, dtype=spec.dtype)
+        if is_root:
+            tensor = next(local_iter).detach().contiguous()
+        else:
+            # On this rank's current GPU when the root keeps it on a GPU, so that every
+            # rank's request names the same kind of device.
+            device = torch.device("cuda", torch.cuda.current_device()) if spec.is_cuda else "cpu"
+            tensor = torch.empty(spec.shape, dtype=spec.dtype, device=device)
         handles.append(broadcast_async_(tensor, root_rank,
                                         name="broadcast_optimizer_state.%d" % len(handles),
                                         process_set=process_set))

@@ -39,8 +39,8 @@ class _SyncBatchNormFunction(torch.autograd.Function):
             mean = xc.mean(dims)
             m2 = ((xc - _channel_view(mean, x)) ** 2).sum(dims)
         else:
-            mean = m2 = torch.zeros(channels, dtype=compute)
-        local = torch.cat([torch.tensor([float(count)], dtype=torch.float64),
+            mean = m2 = torch.zeros(channels, dtype=compute, device=x.device)
+        local = torch.cat([torch.tensor([float(count)], dtype=torch.float64, device=x.device),
                            mean.to(torch.float64), m2.to(torch.float64)])
         gathered = allgather(local.view(1, -1), process_set=process_set)
         counts = gathered[:, :1]
