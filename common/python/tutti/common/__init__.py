@@ -10,6 +10,8 @@ __version__ = "0.1.0"
 from .core import library_path
 from .exceptions import (
     AbortedError,
+    HorovodInternalError,
+    HostsUpdatedInterrupt,
     InternalError,
     InvalidArgumentError,
     NotInitializedError,
@@ -94,4 +96,6 @@ __all__ = [
     "UnsupportedError",
     "AbortedError",
     "InternalError",
+    "HorovodInternalError",
+    "HostsUpdatedInterrupt",
 ]

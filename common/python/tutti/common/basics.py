@@ -68,6 +68,9 @@ def init(process_sets=None):
     wanted = sets.normalized_list(process_sets)  # bad arguments fail before connecting
     started = not core.lib.tutti_is_initialized()
     if started:
+        from . import elastic
+
+        elastic.before_init()  # an elastic worker first learns its rank in the next generation
         core.check(core.lib.tutti_init())
         _session += 1
     try:

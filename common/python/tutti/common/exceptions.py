@@ -6,6 +6,27 @@ class here, so callers can catch exactly the kind of failure they care about, or
 """
 
 
+class HorovodInternalError(RuntimeError):
+    """A collective failed because the job broke (a peer died or stopped answering).
+
+    Horovod's name. In an elastic job (`hvd.elastic.run`) it makes every surviving worker
+    restore its last commit and meet the others in the next membership generation.
+    """
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """Raised by `State.commit()` in an elastic job when hosts were added or removed:
+    every worker leaves the training function at the same commit and the job re-forms.
+
+    `skip_sync`: every worker already holds the committed state (Horovod's flag; tutti
+    decides by a collective in `State.sync()` instead, so it is informational).
+    """
+
+    def __init__(self, skip_sync=False):
+        super().__init__("the job's hosts changed; re-forming at this commit")
+        self.skip_sync = skip_sync
+
+
 class TuttiError(RuntimeError):
     """Base class of every error reported by the tutti core."""
 
@@ -36,13 +57,13 @@ class UnsupportedError(TuttiError):
     status = 4
 
 
-class AbortedError(TuttiError):
+class AbortedError(TuttiError, HorovodInternalError):
     """The job is shutting down or a peer failed; the request did not complete."""
 
     status = 5
 
 
-class InternalError(TuttiError):
+class InternalError(TuttiError, HorovodInternalError):
     """A transport failure or a defect in the core."""
 
     status = 6

@@ -139,6 +139,10 @@ def main(argv=None):
             from . import check_build
 
             return check_build.main(verbose=settings.verbose)
+        if settings.host_discovery_script:
+            from .elastic import driver
+
+            return driver.run(settings)
         plan = make_plan(settings)
     except UsageError as exc:
         _say("error: %s" % exc)

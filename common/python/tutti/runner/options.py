@@ -7,6 +7,7 @@ import argparse
 import shlex
 
 from . import tuning
+from .elastic import options as elastic_options
 from .errors import UsageError
 
 DEFAULT_STOP_GRACE_SECONDS = 3.0
@@ -29,6 +30,7 @@ _DEFAULTS = {
     "stop_grace_seconds": DEFAULT_STOP_GRACE_SECONDS,
     "command": [],
 }
+_DEFAULTS.update(elastic_options.DEFAULTS)
 
 # Settings the config file may not hold (they only make sense on a command line).
 _COMMAND_LINE_ONLY = {"command", "config_file", "check_build"}
@@ -109,6 +111,7 @@ def build_parser():
                      type=_checked(tuning.non_negative_float, "--stop-grace-seconds"),
                      help="time between SIGTERM and SIGKILL when stopping ranks (default %g)"
                           % DEFAULT_STOP_GRACE_SECONDS)
+    elastic_options.add_arguments(parser, _checked, positive_int)
     core = parser.add_argument_group("core tuning (each sets a TUTTI_* variable)")
     for item in tuning.TUNINGS:
         help_text = "%s [%s]" % (item.help, item.variable)
@@ -209,6 +212,7 @@ def parse(argv):
         raise UsageError("use either -H or --hostfile, not both")
     if merged["command"] and merged["command"][0] == "--":
         merged["command"] = merged["command"][1:]
+    elastic_options.check(merged)
     if merged["mpi_args"]:
         try:
             merged["mpi_args"] = shlex.split(merged["mpi_args"])

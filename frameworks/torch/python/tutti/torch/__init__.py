@@ -54,3 +54,4 @@ from .functions import (  # noqa: E402
 from .optimizer import DistributedOptimizer  # noqa: E402
 from .requests import poll, synchronize  # noqa: E402
 from .sync_batch_norm import SyncBatchNorm  # noqa: E402
+from . import elastic  # noqa: E402,F401  (hvd.elastic.run, TorchState, ElasticSampler)
