@@ -130,16 +130,24 @@ def kept_steps(all_events):
 
 
 def check_each_sample_once(steps, samples, epochs):
-    """Every epoch saw every sample exactly once."""
+    """Every epoch saw every sample exactly once, except the padding of its last step: when
+    the samples left do not divide evenly over the workers, the sampler repeats fewer than
+    `size` of them there so that every worker makes the same number of steps."""
     for epoch in range(epochs):
+        mine = [s for s in steps if s["epoch"] == epoch]
+        last_pos = max(s["pos"] for s in mine)
         seen = collections.Counter()
-        for step in steps:
-            if step["epoch"] == epoch:
-                seen.update(step["indices"])
+        for step in mine:
+            seen.update(step["indices"])
         assert sorted(seen) == list(range(samples)), "epoch %d missed %s" % (
             epoch, sorted(set(range(samples)) - set(seen)))
+        last = collections.Counter(i for s in mine if s["pos"] == last_pos for i in s["indices"])
         twice = {i: n for i, n in seen.items() if n > 1}
-        assert not twice, "epoch %d saw samples more than once: %s" % (epoch, twice)
+        padding = sum(seen.values()) - samples
+        size = max(s["size"] for s in mine if s["pos"] == last_pos)
+        assert padding < size and all(n == 2 and last[i] == 1 for i, n in twice.items()), (
+            "epoch %d saw samples more than once outside the last step's padding: %s"
+            % (epoch, twice))
 
 
 def replay(steps, new_model, new_optimizer, dataset):

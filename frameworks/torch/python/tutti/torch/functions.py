@@ -1,6 +1,7 @@
 """Helpers built on the collectives: broadcasting model parameters, optimizer state and
 arbitrary picklable objects, and gathering objects from every rank."""
 
+import contextlib
 import pickle
 
 import torch
@@ -96,11 +97,16 @@ def _materialize_state(optimizer):
                 continue
             saved.append((param, param.detach().clone(), param.grad))
             param.grad = torch.zeros_like(param)
+    # A DistributedOptimizer must not allreduce these zero gradients: only the ranks without
+    # state take this step (e.g. a worker that joined an elastic job), the others would
+    # never match its requests.
+    skip = getattr(optimizer, "skip_synchronize", None)
     try:
-        if isinstance(optimizer, torch.optim.LBFGS):
-            optimizer.step(lambda: torch.zeros(()))
-        else:
-            optimizer.step()
+        with skip() if skip is not None else contextlib.nullcontext():
+            if isinstance(optimizer, torch.optim.LBFGS):
+                optimizer.step(lambda: torch.zeros(()))
+            else:
+                optimizer.step()
     finally:
         with torch.no_grad():
             for param, data, grad in saved:
