@@ -6,6 +6,8 @@ Each line printed is one JSON event:
   step   {gen, rank, size, epoch, pos, indices}   pos: the batch's place in the epoch order
   commit {gen, rank, epoch, processed}
   final  {rank, size, weights}
+  crash  {rank} just before the worker kills itself; reset {rank, size} after a re-formation
+Every event carries `t`, the wall-clock time it was printed.
 Options make one worker fail: --crash-host H --crash-epoch E --crash-batch B kills (SIGKILL)
 the worker on host H when it reaches that batch in the first generation; --fail-host H
 makes every worker started on host H exit with code 3 at once.
@@ -39,6 +41,7 @@ def new_model():
 
 
 def say(**event):
+    event["t"] = time.time()
     print(json.dumps(event), flush=True)
 
 
@@ -66,6 +69,7 @@ def main():
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, sampler=sampler)
     state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0)
     first_generation = os.environ.get("TUTTI_ELASTIC_GENERATION") == "0"
+    state.register_reset_callbacks([lambda: say(event="reset", rank=hvd.rank(), size=hvd.size())])
 
     @hvd.elastic.run
     def train(state):
@@ -74,6 +78,7 @@ def main():
             for batch_idx, (index, x, y) in enumerate(loader):
                 if (first_generation and host == args.crash_host and gen == 0
                         and state.epoch == args.crash_epoch and batch_idx == args.crash_batch):
+                    say(event="crash", rank=hvd.rank())
                     os.kill(os.getpid(), signal.SIGKILL)
                 pos = sampler._segment_start + batch_idx * BATCH * hvd.size()
                 say(event="step", gen=gen, rank=hvd.rank(), size=hvd.size(),

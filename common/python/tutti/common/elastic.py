@@ -177,8 +177,8 @@ class State:
     def commit(self):
         """Saves the state (restore() returns here) and raises HostsUpdatedInterrupt when
         the job's hosts changed. Call it at the same point on every worker."""
-        self._commits += 1
         self.save()
+        self._commits += 1  # only once the copy exists: a save that fails counts nothing
         self.check_host_updates()
 
     def check_host_updates(self):

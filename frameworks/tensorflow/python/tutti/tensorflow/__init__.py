@@ -37,3 +37,4 @@ from .gradient_tape import (  # noqa: E402
     PartialDistributedGradientTape,
 )
 from .mpi_ops import local_rank_op, local_size_op, rank_op, size_op  # noqa: E402
+from . import elastic  # noqa: E402,F401  (hvd.elastic.run, TensorFlowState, ...)

@@ -17,3 +17,4 @@ from tutti.tensorflow import Compression, __version__  # noqa: F401
 
 from . import callbacks  # noqa: F401
 from .optimizer import DistributedOptimizer, broadcast_global_variables  # noqa: F401
+from . import elastic  # noqa: E402,F401  (hvd.elastic.run, KerasState, callbacks)
