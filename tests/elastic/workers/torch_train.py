@@ -99,6 +99,7 @@ def main():
             say(event="commit", gen=gen, rank=hvd.rank(), epoch=state.epoch, processed=0)
             state.commit()
 
+    say(event="ready", rank=hvd.rank())
     train(state)
     weights = [p.detach().flatten().tolist() for p in model.parameters()]
     say(event="final", rank=hvd.rank(), size=hvd.size(), weights=weights)
