@@ -60,6 +60,25 @@ def test_killed_worker_job_continues_from_last_commit(tmp_path):
     assert {(s["gen"], s["epoch"], s["pos"]) for s in lost} == {(0, 1, 24), (0, 1, 36)}, lost
 
 
+def test_hung_worker_is_removed_and_the_job_continues(tmp_path):
+    # The worker on 127.0.0.4 stops (SIGSTOP) mid-epoch: the survivors' collectives fail
+    # at the Gloo timeout (5 s here); the hung worker never joins the next generation, so
+    # tuttirun stops it, blacklists its host and re-forms without it.
+    hosts = eh.Hosts(tmp_path, ["127.0.0.2:1", "127.0.0.3:1", "127.0.0.4:1"])
+    result = eh.run(["--host-discovery-script", hosts.script, "--min-np", "2",
+                     "--elastic-timeout", "60", "--stop-grace-seconds", "1", sys.executable,
+                     TRAIN, "--crash-host", "127.0.0.4", "--crash-epoch", "1",
+                     "--crash-batch", "3", "--crash-signal", "SIGSTOP"],
+                    env={"TUTTI_GLOO_TIMEOUT_SECONDS": "5"}, timeout=JOB_SECONDS)
+    described = "exit %d\n%s\n%s" % (result.returncode, result.stdout, result.stderr)
+    assert result.returncode == 0, described
+    assert "did not join generation 1 within 10 s of the others; stopping it" in result.stderr, \
+        described
+    assert "host 127.0.0.4 is blacklisted for the rest of the job" in result.stderr, described
+    assert "generation 2: 2 worker(s) on 127.0.0.2:1, 127.0.0.3:1" in result.stderr, described
+    check_training(eh.events(result.stdout), expected_size=2)
+
+
 def test_added_host_joins_at_the_next_commit(tmp_path):
     hosts = eh.Hosts(tmp_path, ["127.0.0.2:1", "127.0.0.3:1"])
     job = eh.LiveJob(["--host-discovery-script", hosts.script, "--elastic-timeout", "60",

@@ -8,8 +8,8 @@ Each line printed is one JSON event:
   final  {rank, size, weights}
   crash  {rank} just before the worker kills itself; reset {rank, size} after a re-formation
 Every event carries `t`, the wall-clock time it was printed.
-Options make one worker fail: --crash-host H --crash-epoch E --crash-batch B kills (SIGKILL)
-the worker on host H when it reaches that batch in the first generation; --fail-host H
+Options make one worker fail: --crash-host H --crash-epoch E --crash-batch B kills (SIGKILL,
+or --crash-signal SIGSTOP to leave it hanging) the worker on host H when it reaches that batch in the first generation; --fail-host H
 makes every worker started on host H exit with code 3 at once.
 """
 
@@ -52,6 +52,7 @@ def main():
     parser.add_argument("--crash-host")
     parser.add_argument("--crash-epoch", type=int, default=1)
     parser.add_argument("--crash-batch", type=int, default=3)
+    parser.add_argument("--crash-signal", default="SIGKILL")
     parser.add_argument("--fail-host")
     args = parser.parse_args()
     host = os.environ.get("HOROVOD_HOSTNAME")
@@ -79,7 +80,7 @@ def main():
                 if (first_generation and host == args.crash_host and gen == 0
                         and state.epoch == args.crash_epoch and batch_idx == args.crash_batch):
                     say(event="crash", rank=hvd.rank())
-                    os.kill(os.getpid(), signal.SIGKILL)
+                    os.kill(os.getpid(), getattr(signal, args.crash_signal))
                 pos = sampler._segment_start + batch_idx * BATCH * hvd.size()
                 say(event="step", gen=gen, rank=hvd.rank(), size=hvd.size(),
                     epoch=state.epoch, pos=pos, indices=index.tolist())

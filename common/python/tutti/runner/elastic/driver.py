@@ -4,6 +4,8 @@ It owns the job's rendezvous store (the same authenticated store as a fixed Gloo
 nothing else listens) and its worker processes. Events that re-form the job:
 - a worker exits with a failure: its host is blacklisted (for good, or for a cool-down);
 - a worker reports that its generation broke (elastic/reset/<id>);
+- a worker of the previous generation fails to join the new one while the others did (it
+  hangs): it is stopped, which is a failure as above;
 - the discovery script lists new hosts (more workers, up to --max-np) or drops hosts (their
   workers are retired: they leave at their next commit and exit with status 0).
 A new generation is published once the events settle and at least --min-np workers exist;
@@ -29,6 +31,11 @@ DISCOVERY_INTERVAL_SECONDS = 1.0
 # Events that arrive together (a worker dies; its peers report their broken generation)
 # re-form the job once: publish only after this long without a new event.
 SETTLE_SECONDS = 0.3
+# A worker of the previous generation that has not joined the new one this long after
+# another one did is taken for hung (alive but not answering, e.g. stopped) and removed.
+# Workers of one generation leave it together (an error or an agreed interrupt), so the
+# healthy ones arrive within moments of each other.
+STRAGGLER_SECONDS = 10.0
 _TICK_SECONDS = 0.05
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -64,6 +71,8 @@ class ElasticDriver:
         self._next_id = 0
         self._generation = -1
         self._members = []
+        self._previous_members = []
+        self._old_arrived_at = None       # when a previous member first joined the newest
         self._resets = 0
         self._last_event = None            # time of the newest event not yet published
         self._short_since = None           # since when fewer than --min-np workers exist
@@ -123,6 +132,7 @@ class ElasticDriver:
                 self._event()
             self._reconcile()
             self._check_reset_requests()
+            self._check_stragglers()
             code = self._maybe_publish()
             if code is not None:
                 return code
@@ -241,6 +251,29 @@ class ElasticDriver:
                 self._store.set("elastic/reset/%d" % worker_id, b"-1")
                 self._event()
 
+    def _check_stragglers(self):
+        if self._generation < 1 or self._last_event is not None:
+            return
+        arrived = {m for m in self._members if self._store.get(
+            "elastic/%d/arrived/%d" % (self._generation, m)) is not None}
+        previous = set(self._previous_members)
+        missing = [m for m in self._members if m in previous and m not in arrived
+                   and self._workers[m].alive]
+        if not missing or not (arrived & previous):
+            return
+        now = time.monotonic()
+        if self._old_arrived_at is None:
+            self._old_arrived_at = now
+            return
+        if now - self._old_arrived_at < STRAGGLER_SECONDS:
+            return
+        for worker_id in missing:
+            self._log("worker %d on %s did not join generation %d within %g s of the others; "
+                      "stopping it" % (worker_id, self._workers[worker_id].host,
+                                       self._generation, STRAGGLER_SECONDS))
+        self._pool.stop(missing)  # its exit is then handled as a failure
+        self._old_arrived_at = None
+
     def _maybe_publish(self):
         """Publishes a new generation when something changed; an exit code to stop with."""
         if self._last_event is None or time.monotonic() - self._last_event < SETTLE_SECONDS:
@@ -289,6 +322,8 @@ class ElasticDriver:
                 self._store.set("elastic/%d/assign/%d" % (generation, worker.id),
                                 json.dumps(assignment).encode())
                 rank += 1
+        self._previous_members = self._members
+        self._old_arrived_at = None
         self._members = [w.id for w in running]
         self._store.set("elastic/%d/members" % generation, json.dumps(self._members).encode())
         self._store.set("elastic/generation", str(generation).encode())
