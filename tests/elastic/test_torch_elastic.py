@@ -181,3 +181,15 @@ def test_bad_discovery_output_is_named(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "host discovery script %s, line 1" % hosts.script in result.stderr, result.stderr
     assert "slot count 'x' is not an integer" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("launcher", [[], ["-np", "2"]])
+def test_elastic_script_runs_unchanged_outside_elastic_mode(launcher):
+    # Alone (no launcher) and under a fixed-size tuttirun job: run() syncs and returns.
+    if launcher:
+        result = eh.run(launcher + [sys.executable, TRAIN, "--epochs", "1"], timeout=120)
+    else:
+        result = eh.launch.run([sys.executable, TRAIN, "--epochs", "1"], timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [l for l in result.stdout.splitlines() if '"final"' in l]
+    assert len(lines) == (2 if launcher else 1), result.stdout

@@ -74,7 +74,7 @@ def main():
 
     @hvd.elastic.run
     def train(state):
-        gen = int(os.environ["TUTTI_ELASTIC_GENERATION"])
+        gen = int(os.environ.get("TUTTI_ELASTIC_GENERATION", "0"))
         while state.epoch < args.epochs:
             for batch_idx, (index, x, y) in enumerate(loader):
                 if (first_generation and host == args.crash_host and gen == 0

@@ -21,18 +21,16 @@ def parse_host_lines(text, default_slots, where):
         line = line.strip()
         if not line:
             continue
+        at = "%s, line %d" % (where, number)
+        name, sep, slots = line.partition(":")
         try:
-            parsed = hosts.parse_hosts_argument(line)
+            hosts._check_name(name, at)
+            count = hosts._parse_slots(slots, at) if sep else default_slots
         except UsageError as exc:
-            raise DiscoveryError("%s, line %d: %s" % (where, number, exc)) from None
-        if len(parsed) != 1:
-            raise DiscoveryError("%s, line %d: one host per line, got %r" % (where, number, line))
-        host = parsed[0]
-        if ":" not in line:
-            host = hosts.Host(host.name, default_slots)
-        if any(h.name == host.name for h in found):
-            raise DiscoveryError("%s: host %r is listed twice" % (where, host.name))
-        found.append(host)
+            raise DiscoveryError(str(exc)) from None
+        if any(h.name == name for h in found):
+            raise DiscoveryError("%s: host %r is listed twice" % (where, name))
+        found.append(hosts.Host(name, count))
     return found
 
 
