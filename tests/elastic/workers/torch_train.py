@@ -8,9 +8,10 @@ Each line printed is one JSON event:
   final  {rank, size, weights}
   crash  {rank} just before the worker kills itself; reset {rank, size} after a re-formation
 Every event carries `t`, the wall-clock time it was printed.
-Options make one worker fail: --crash-host H --crash-epoch E --crash-batch B kills (SIGKILL,
-or --crash-signal SIGSTOP to leave it hanging) the worker on host H when it reaches that batch in the first generation; --fail-host H
-makes every worker started on host H exit with code 3 at once.
+Options make one worker fail: --crash-host H --crash-epoch E --crash-batch B kills the
+worker on host H (SIGKILL, or --crash-signal SIGSTOP to leave it hanging) when it reaches
+that batch in the first generation; --fail-host H makes every worker started on host H
+exit with code 3 at once.
 """
 
 import argparse

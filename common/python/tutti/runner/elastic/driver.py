@@ -15,6 +15,7 @@ status 0 ends the job: no more re-formations, the others finish too.
 """
 
 import json
+import queue
 import signal
 import sys
 import threading
@@ -148,7 +149,7 @@ class ElasticDriver:
         while True:
             try:
                 worker_id, returncode = self._pool.exits.get_nowait()
-            except Exception:
+            except queue.Empty:
                 return
             worker = self._workers[worker_id]
             worker.alive = False
