@@ -60,6 +60,25 @@ def test_killed_worker_job_continues_from_last_commit(tmp_path):
     assert {(s["gen"], s["epoch"], s["pos"]) for s in lost} == {(0, 1, 24), (0, 1, 36)}, lost
 
 
+def test_killed_worker_on_another_host_aborts_shared_memory_peers(tmp_path):
+    # 127.0.0.2 runs two workers that allreduce through shared memory within their host and
+    # over Gloo to the third; when the third dies, the host's Gloo leader fails and must
+    # abort its shared-memory peer at once (the abort word). The transports' timeouts are
+    # 600 s, beyond the job's deadline: a survivor left to its timeout fails the test.
+    hosts = eh.Hosts(tmp_path, ["127.0.0.2:2", "127.0.0.3:1"])
+    result = eh.run(["--host-discovery-script", hosts.script, "--min-np", "2",
+                     "--elastic-timeout", "60", sys.executable, TRAIN,
+                     "--crash-host", "127.0.0.3", "--crash-epoch", "1", "--crash-batch", "3"],
+                    env={"TUTTI_SHM": "on", "TUTTI_GLOO_TIMEOUT_SECONDS": "600"},
+                    timeout=JOB_SECONDS)
+    described = "exit %d\n%s\n%s" % (result.returncode, result.stdout, result.stderr)
+    assert result.returncode == 0, described
+    assert "generation 1: 2 worker(s) on 127.0.0.2:2" in result.stderr, described
+    all_events = eh.events(result.stdout)
+    check_training(all_events, expected_size=2)
+    assert len([e for e in all_events if e["event"] == "reset"]) == 2, described
+
+
 def test_hung_worker_is_removed_and_the_job_continues(tmp_path):
     # The worker on 127.0.0.4 stops (SIGSTOP) mid-epoch: the survivors' collectives fail
     # at the Gloo timeout (5 s here); the hung worker never joins the next generation, so
