@@ -89,7 +89,7 @@ class _Membership:
                         self._adopt(latest, json.loads(assignment))
                         return
             if time.monotonic() > deadline:
-                raise HorovodInternalError(
+                raise RuntimeError(
                     "elastic worker %s: no complete membership generation after %g s "
                     "(TUTTI_ELASTIC_TIMEOUT); the launcher may have stopped the job"
                     % (self.worker_id, self.timeout))
@@ -257,8 +257,8 @@ def run_fn(func, reset):
         if not basics.is_initialized():
             basics.init()
         while True:
-            state.sync()
             try:
+                state.sync()  # a worker may die during the sync too
                 return func(state, *args, **kwargs)
             except HorovodInternalError:
                 if membership() is None:
@@ -268,13 +268,26 @@ def run_fn(func, reset):
             except HostsUpdatedInterrupt:
                 if membership() is None:
                     raise
-            reset()
+            _rejoin(reset)
             state.on_reset()
 
     return wrapper
 
 
+def _rejoin(reset):
+    """Calls `reset` until this worker is in a working generation. A generation can break
+    while its members connect (a member died, or a newer one was published meanwhile):
+    then the next one is tried. Joining gives up (RuntimeError) after the elastic timeout."""
+    while True:
+        try:
+            reset()
+            return
+        except HorovodInternalError:
+            membership().report_failure()
+
+
 def reset():
     """Leaves the broken or outdated generation and joins the next one."""
-    basics.shutdown()
+    if basics.is_initialized():
+        basics.shutdown()
     basics.init()
