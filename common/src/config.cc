@@ -227,6 +227,11 @@ const char* ControllerKindName(ControllerKind kind) {
   return "unknown";
 }
 
+std::string RendezvousScope(const Config& config) {
+  if (config.elastic_generation >= 0) return "e" + std::to_string(config.elastic_generation);
+  return std::to_string(config.generation);
+}
+
 EnvLookup ProcessEnv() {
   return [](const char* name) -> const char* { return std::getenv(name); };
 }
@@ -287,6 +292,9 @@ Status ParseConfig(const EnvLookup& env, Config* config) {
   }
   if (!(s = ReadSetting(env, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", &result.autotune_max_samples))
            .ok()) {
+    return s;
+  }
+  if (!(s = ReadInt(env, "ELASTIC_GENERATION", 0, 1 << 30, &result.elastic_generation)).ok()) {
     return s;
   }
   result.gloo.rendezvous_addr = ReadString(env, "GLOO_RENDEZVOUS_ADDR");

@@ -68,7 +68,14 @@ struct Config {
   // How many times this process initialized before (set by init, not by the environment);
   // keeps each init's rendezvous keys apart.
   int generation = 0;
+  // TUTTI_ELASTIC_GENERATION, set by tuttirun's elastic mode before each init: the membership
+  // generation this init joins. Its members may have initialized different numbers of times,
+  // so they name their rendezvous keys and segments after it instead. -1: not elastic.
+  int elastic_generation = -1;
 };
+
+// Names one init's rendezvous keys and shared-memory segments: the same on every member.
+std::string RendezvousScope(const Config& config);
 
 // Returns the value of an environment variable, or nullptr when it is unset.
 using EnvLookup = std::function<const char*(const char* name)>;

@@ -192,6 +192,9 @@ void Context::Loop() {
     cycle_start = Clock::now();
     if (!RunCycle(&reason)) break;
   }
+  // After a transport failure, tell every peer now (closed connections, shared abort word):
+  // a survivor must get an error promptly, not wait out its timeout.
+  if (!transport_failure_.ok()) controller_->Abort();
   for (const PendingOp& op : queue_.Close(reason)) Complete(op, reason);
   timeline_.Flush(true);
 }
@@ -377,6 +380,7 @@ bool Context::RunCycle(Status* reason) {
   if (!s.ok()) {
     *reason = Status::Aborted("tutti's " + std::string(controller_name_) +
                               " transport failed during negotiation: " + s.message());
+    transport_failure_ = *reason;
     return false;
   }
   const auto negotiated_at = Clock::now();
@@ -417,6 +421,11 @@ bool Context::RunCycle(Status* reason) {
                    "\"responses\": " + std::to_string(work.size()));
   }
   timeline_.Flush();
+  if (!transport_failure_.ok()) {
+    *reason = Status::Aborted("tutti's " + std::string(controller_name_) +
+                              " transport failed: " + transport_failure_.message());
+    return false;
+  }
   if (negotiated.shutdown_ranks.empty()) return true;
   *reason = Status::Aborted(ShutdownMessage(negotiated.shutdown_ranks, topology_.rank));
   return false;
@@ -495,6 +504,9 @@ void Context::ExecuteOne(Work* work) {
 }
 
 void Context::Complete(const PendingOp& op, const Status& status) {
+  // The controllers report a failed transport (peer gone, timeout) as ABORTED; other
+  // failures (bad arguments, mismatches) leave the job usable.
+  if (status.code() == TUTTI_ERR_ABORTED && transport_failure_.ok()) transport_failure_ = status;
   counters_.Add(kRequestsDone);
   op.Complete(status);
 }

@@ -150,6 +150,9 @@ class Context {
   bool spin_before_sleep_ = false;  // ranks fit the CPUs: polling briefly is cheap
   bool last_cycle_worked_ = false;
   bool stop_requested_ = false;    // guarded by wake_mutex_
+  // A collective failed in the transport (a peer died or stopped answering): this generation
+  // of the job is over; the loop ends after the cycle and aborts the controller.
+  Status transport_failure_;
 
   std::mutex shutdown_mutex_;
   bool shut_down_ = false;  // guarded by shutdown_mutex_

@@ -83,6 +83,12 @@ class Controller {
     (void)bytes;
     return nullptr;
   }
+
+  // Called once, on the background thread, when a transport failure ended the loop: drops
+  // every connection and raises every abort flag at once, so that peers blocked on this rank
+  // fail now instead of at their timeout and the failure reaches every survivor. Nothing is
+  // called on the controller afterwards but its destructor.
+  virtual void Abort() {}
 };
 
 // Connects the controller chosen by config.controller. Blocks until every rank has joined or

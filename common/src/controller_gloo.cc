@@ -121,8 +121,8 @@ class GlooController : public Controller {
         static_cast<int64_t>(config_.timeout_seconds * 1000));
     client_.reset(new StoreClient(g.rendezvous_addr, g.rendezvous_port, g.secret, timeout));
     // Every init of a process gets fresh keys, so init -> shutdown -> init never reads the
-    // addresses of the previous mesh.
-    const std::string& prefix = prefix_ = "tutti/" + std::to_string(config_.generation);
+    // addresses of the previous mesh (elastic jobs: every membership generation).
+    const std::string& prefix = prefix_ = "tutti/" + RendezvousScope(config_);
 
     // Join first, so a missing process is reported by rank instead of as a Gloo error.
     s = client_->Set(prefix + "/joined/" + std::to_string(g.rank), "1");
@@ -377,6 +377,16 @@ class GlooController : public Controller {
     return Guard("barrier", [&] {
       if (auto context = SetContext(set)) GlooBarrier(context);
     });
+  }
+
+  void Abort() override {
+    // Closing the pairs is what a peer blocked in a receive from this rank notices.
+    gather_.reset();
+    broadcast_.reset();
+    for (FlagChannel& channel : flag_channels_) channel.gather.reset();
+    sets_.clear();
+    context_.reset();
+    device_.reset();
   }
 
  private:

@@ -171,6 +171,13 @@ class SharedMemoryController : public Controller {
     return plan != nullptr ? plan->group->ScratchBuffer(bytes) : nullptr;
   }
 
+  void Abort() override {
+    for (auto& item : plans_) {
+      if (item.second.group) item.second.group->Abort("a peer's transport failed");
+    }
+    inner_->Abort();
+  }
+
  private:
   SetPlan* Plan(int32_t set) {
     auto it = plans_.find(set);
@@ -226,7 +233,7 @@ class SharedMemoryController : public Controller {
       shm::Group::Options options;
       options.timeout_seconds = config_.timeout_seconds;
       options.scratch_bytes = plan.all_local ? static_cast<size_t>(config_.shm_buffer_bytes) : 0;
-      const std::string name = "/tutti-" + token_ + "-g" + std::to_string(config_.generation) +
+      const std::string name = "/tutti-" + token_ + "-g" + RendezvousScope(config_) +
                                "-s" + std::to_string(id) + "-h" +
                                std::to_string(hosts_[topology_.rank]);
       s = shm::Group::Create(name, static_cast<int>(me - local.begin()),

@@ -76,6 +76,24 @@ def test_a_crashed_peer_fails_the_others_under_gloo():
         assert "rank %d: shut down" % rank in result.stdout, launch.describe(result)
 
 
+def test_a_crashed_peer_fails_every_survivor_even_if_none_shuts_down(tmp_path):
+    # The survivors keep their connections open after their error (no shutdown until all
+    # have had one) and the transport timeout is beyond the test's deadline, so a survivor
+    # that only hears of the crash from its own timeout makes the job miss the deadline.
+    # Shared memory is off: its liveness check would see the dead rank directly.
+    # 4 ranks: rank 1 neither sends to nor receives from rank 3 in the negotiation ring.
+    result = launch.run_ranks(
+        4, [sys.executable, WORKER, "hold", str(tmp_path)], controller="gloo",
+        env={"TUTTI_GLOO_TIMEOUT_SECONDS": "600", "TUTTI_SHM": "off"}, timeout=120)
+    print(result.stdout)
+    assert result.returncode == 0, launch.describe(result)
+    errors = survivors_errors(result)
+    assert sorted(errors) == [0, 1, 2], launch.describe(result)
+    for rank, (seconds, kind, message) in errors.items():
+        assert kind == "AbortedError", launch.describe(result)
+        assert message.startswith("tutti's gloo transport failed"), message
+
+
 def test_a_crashed_peer_ends_the_whole_job_under_mpirun():
     # mpirun itself aborts a job whose rank exits without MPI_Finalize; the point is that
     # the job ends promptly with a failure instead of hanging.

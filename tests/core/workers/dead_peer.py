@@ -3,6 +3,10 @@
 Every rank makes a few allreduces together; then the last rank leaves, either
   exit   returning from the script without shutdown() (tutti's exit hook tells the others), or
   crash  os._exit(0) at once, without any cleanup (no exit hooks run);
+  hold   like crash, but each survivor, after its error, waits (without shutdown, so its
+         connections stay open) until every survivor has had its error: only the core's
+         abort of the failed generation can tell a survivor not connected to the dead
+         rank's traffic; the ranks meet through files in the directory given as argument 2;
 while the others keep submitting. They must get an error, not hang: each prints
 "rank R: error after S s: <Class>: <message>", shuts down and exits 0.
 """
@@ -25,7 +29,7 @@ def main(mode):
         assert np.array_equal(got, np.full(4, size, np.float32)), got
     say("rank %d: 3 steps done" % rank)
     if rank == size - 1:
-        if mode == "crash":
+        if mode in ("crash", "hold"):
             os._exit(0)  # no cleanup at all; a zero status keeps launchers from killing the others
         return 0  # no shutdown(): the exit hook stops tutti and tells the peers
     started = time.monotonic()
@@ -39,6 +43,11 @@ def main(mode):
     else:
         say("rank %d: FAIL no error although rank %d left" % (rank, size - 1))
         return 1
+    if mode == "hold":
+        meeting = sys.argv[2]
+        open(os.path.join(meeting, "errored.%d" % rank), "w").close()
+        while len(os.listdir(meeting)) < size - 1:
+            time.sleep(0.05)  # the test's deadline bounds this wait
     hvd.shutdown()
     say("rank %d: shut down" % rank)
     return 0

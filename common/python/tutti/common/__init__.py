@@ -11,6 +11,7 @@ from .core import library_path
 from .exceptions import (
     AbortedError,
     HorovodInternalError,
+    HostsUpdatedInterrupt,
     InternalError,
     InvalidArgumentError,
     NotInitializedError,
@@ -108,4 +109,5 @@ __all__ = [
     "AbortedError",
     "InternalError",
     "HorovodInternalError",
+    "HostsUpdatedInterrupt",
 ]

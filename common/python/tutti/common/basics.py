@@ -110,6 +110,9 @@ def init(comm=None, process_sets=None):
     comm_ranks = sets.comm_ranks(comm) if comm is not None else None
     started = not core.lib.tutti_is_initialized()
     if started:
+        from . import elastic
+
+        elastic.before_init()  # an elastic worker first learns its rank in the next generation
         core.check(core.lib.tutti_init())
         _session += 1
     try:

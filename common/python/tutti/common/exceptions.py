@@ -13,6 +13,19 @@ class HorovodInternalError(RuntimeError):
     broke. Horovod's name for it; elastic training restores the last commit on it."""
 
 
+class HostsUpdatedInterrupt(RuntimeError):
+    """Raised by `State.commit()` in an elastic job when hosts were added or removed:
+    every worker leaves the training function at the same commit and the job re-forms.
+
+    `skip_sync`: every worker already holds the committed state (Horovod's flag; tutti
+    decides by a collective in `State.sync()` instead, so it is informational).
+    """
+
+    def __init__(self, skip_sync=False):
+        super().__init__("the job's hosts changed; re-forming at this commit")
+        self.skip_sync = skip_sync
+
+
 class TuttiError(RuntimeError):
     """Base class of every error reported by the tutti core."""
 

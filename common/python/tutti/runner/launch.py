@@ -173,6 +173,10 @@ def main(argv=None):
             return check_build.main(verbose=settings.verbose)
         # The ranks inherit this environment: a value the core would refuse fails here, once.
         ranges.check_environment(os.environ, overridden=tuning.environment(settings))
+        if settings.host_discovery_script:
+            from .elastic import driver
+
+            return driver.run(settings)
         plan = make_plan(settings)
         return execute(settings, plan).exit_code
     except UsageError as exc:

@@ -10,6 +10,7 @@ import os
 import shlex
 
 from . import config_sections, tuning
+from .elastic import options as elastic_options
 from .errors import UsageError
 
 DEFAULT_START_TIMEOUT_SECONDS = 30
@@ -42,6 +43,7 @@ _DEFAULTS = {
     "stop_grace_seconds": DEFAULT_STOP_GRACE_SECONDS,
     "command": [],
 }
+_DEFAULTS.update(elastic_options.DEFAULTS)
 
 # Settings the config file may not hold (they only make sense on a command line).
 _COMMAND_LINE_ONLY = {"command", "config_file", "check_build", "short_port", "version"}
@@ -167,6 +169,7 @@ def build_parser():
                      type=_checked(tuning.non_negative_float, "--stop-grace-seconds"),
                      help="time between SIGTERM and SIGKILL when stopping ranks (default %g)"
                           % DEFAULT_STOP_GRACE_SECONDS)
+    elastic_options.add_arguments(parser, _checked, positive_int)
     core = parser.add_argument_group("core tuning (each sets a TUTTI_* variable)")
     spellings = {}
     for flag, (name, value) in tuning.SWITCH_SPELLINGS.items():
@@ -310,6 +313,7 @@ def parse(argv):
         raise UsageError("use either -H or --hostfile, not both")
     if merged["command"] and merged["command"][0] == "--":
         merged["command"] = merged["command"][1:]
+    elastic_options.check(merged)
     if merged["mpi_args"]:
         try:
             merged["mpi_args"] = shlex.split(merged["mpi_args"])

@@ -66,3 +66,4 @@ __all__ = ["__version__"] + _common.__all__ + [
     "DistributedOptimizer",
     "DistributedTrainer",
 ]
+from . import elastic  # noqa: E402,F401  (hvd.elastic.run, MXNetState)

@@ -52,6 +52,7 @@ from .ops import (  # noqa: E402
     size_op,
 )
 from .optimizer import DistributedOptimizer  # noqa: E402
+from . import elastic  # noqa: E402,F401  (hvd.elastic.run, TensorFlowState, ...)
 
 
 def __getattr__(name):

@@ -56,3 +56,4 @@ from .optimizer import DistributedOptimizer  # noqa: E402
 from .requests import poll, synchronize  # noqa: E402
 from .sync_batch_norm import SyncBatchNorm  # noqa: E402
 from . import mpi_ops  # noqa: E402,F401  (Horovod scripts use hvd.mpi_ops.<name>)
+from . import elastic  # noqa: E402,F401  (hvd.elastic.run, TorchState, ElasticSampler)

@@ -19,3 +19,5 @@ from tutti.tensorflow import Compression, __version__  # noqa: F401
 from . import callbacks  # noqa: F401
 from .functions import allgather, allreduce, broadcast, load_model, reducescatter  # noqa: F401
 from .optimizer import DistributedOptimizer, broadcast_global_variables  # noqa: F401
+# Not `from . import elastic`: the star import above already bound tutti.tensorflow.elastic.
+import tutti.tensorflow.keras.elastic as elastic  # noqa: E402,F401  (KerasState, callbacks)
