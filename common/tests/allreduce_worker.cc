@@ -45,6 +45,7 @@ double Expected(tutti_dtype d, tutti_reduce_op op, int size, size_t i, double pr
   double acc = 0;
   for (int r = 0; r < size; ++r) {
     double v = Value(d, r, i) * prescale;
+    if (IsInteger(d)) v = std::trunc(v);  // prescale is applied per rank, truncating
     if (r == 0) {
       acc = v;
     } else if (d == TUTTI_BOOL) {
@@ -59,9 +60,12 @@ double Expected(tutti_dtype d, tutti_reduce_op op, int size, size_t i, double pr
       acc *= v;
     }
   }
-  double result = acc * postscale / (op == TUTTI_REDUCE_AVERAGE ? size : 1);
-  // Integers round to nearest, ties away from zero (the documented rule).
-  return IsInteger(d) ? std::round(result) : result;
+  double scale = postscale / (op == TUTTI_REDUCE_AVERAGE ? size : 1);
+  // Integers are scaled in double and truncated toward zero, float64 in double, and the
+  // narrower floats multiply by the scale rounded to float, in float (Horovod 0.28.1).
+  if (IsInteger(d)) return std::trunc(acc * scale);
+  if (d == TUTTI_FLOAT64 || scale == 1.0) return acc * scale;
+  return static_cast<double>(static_cast<float>(acc) * static_cast<float>(scale));
 }
 
 struct Case {

@@ -187,6 +187,7 @@ double Reduced(tutti_dtype d, tutti_reduce_op op, size_t i, double pre, double p
   double acc = 0;
   for (int r = 0; r < size_; ++r) {
     double v = Value(d, r, i, salt) * pre;
+    if (IsInteger(d)) v = std::trunc(v);  // prescale is applied per rank, truncating
     if (r == 0) acc = v;
     else if (d == TUTTI_BOOL) acc = (op == TUTTI_REDUCE_SUM || op == TUTTI_REDUCE_MAX) ? (acc || v) : (acc && v);
     else if (op == TUTTI_REDUCE_MIN) acc = std::min(acc, v);
@@ -194,8 +195,9 @@ double Reduced(tutti_dtype d, tutti_reduce_op op, size_t i, double pre, double p
     else if (op == TUTTI_REDUCE_PRODUCT) acc *= v;
     else acc += v;
   }
-  double result = acc * post / (op == TUTTI_REDUCE_AVERAGE ? size_ : 1);
-  return IsInteger(d) ? std::round(result) : result;
+  double result = acc * (post / (op == TUTTI_REDUCE_AVERAGE ? size_ : 1));
+  // Integers are scaled in double and truncated toward zero, as in Horovod 0.28.1.
+  return IsInteger(d) ? std::trunc(result) : result;
 }
 
 void AddReduceCollectives() {

@@ -26,7 +26,7 @@ TEST(RequestQueueTest, DuplicateNameInFlightIsRefused) {
   RequestQueue q;
   ASSERT_TRUE(q.Enqueue(Op("grad")).ok());
   Status s = q.Enqueue(Op("grad"));
-  EXPECT_EQ(s.code(), TUTTI_ERR_PRECONDITION);
+  EXPECT_EQ(s.code(), TUTTI_ERR_INVALID_ARGUMENT);
   EXPECT_NE(s.message().find("'grad'"), std::string::npos) << s.message();
   PendingOp taken;
   ASSERT_TRUE(q.Take("grad", &taken));

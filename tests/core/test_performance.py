@@ -126,11 +126,12 @@ def test_autotune_converges_and_every_rank_agrees(controller, tmp_path):
 
 @pytest.mark.parametrize("variable, value, expected", [
     ("TUTTI_CACHE_CAPACITY", "lots", "TUTTI_CACHE_CAPACITY='lots' is not an integer"),
-    ("TUTTI_FUSION_THRESHOLD", "-1", "TUTTI_FUSION_THRESHOLD='-1' is not a number >= 0"),
-    ("TUTTI_AUTOTUNE", "yes", "TUTTI_AUTOTUNE='yes' is not 0 or 1"),
-    ("TUTTI_STALL_CHECK_TIME_SECONDS", "0", "is not a positive number"),
+    ("TUTTI_FUSION_THRESHOLD", "-1",
+     "TUTTI_FUSION_THRESHOLD='-1' is out of range: it must be a number from 0 to"),
+    ("TUTTI_AUTOTUNE", "yes", "TUTTI_AUTOTUNE='yes' is not a switch: use 1 (on) or 0 (off)"),
+    ("TUTTI_STALL_CHECK_TIME_SECONDS", "0", "is out of range: it must be a number from 0.001"),
     ("TUTTI_SHM", "maybe", "TUTTI_SHM='maybe' is not one of auto, on, off"),
-    ("TUTTI_HIERARCHICAL_ALLREDUCE", "2", "is not 0 or 1"),
+    ("TUTTI_HIERARCHICAL_ALLREDUCE", "on", "TUTTI_HIERARCHICAL_ALLREDUCE='on' is not a switch"),
 ])
 def test_bad_tuning_values_fail_init_naming_the_variable(variable, value, expected):
     code = "import tutti.numpy as hvd\ntry:\n    hvd.init()\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
