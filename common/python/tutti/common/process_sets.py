@@ -141,6 +141,13 @@ global_process_set = _GlobalProcessSet()
 _registered = {}
 
 
+def even_splits(rows, parts):
+    """Horovod's split of `rows` rows over `parts` ranks when an alltoall names no splits:
+    as even as possible, the first rows % parts ranks one row more."""
+    base, extra = divmod(rows, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
 def _is_mpi_comm(value):
     comm_class = getattr(sys.modules.get("mpi4py.MPI"), "Comm", None)
     return comm_class is not None and isinstance(value, comm_class)

@@ -14,7 +14,7 @@ import numbers
 import mxnet as mx
 import numpy
 from tutti.common import basics, core
-from tutti.common.process_sets import global_process_set
+from tutti.common.process_sets import even_splits, global_process_set
 
 from . import ops
 
@@ -128,9 +128,7 @@ def broadcast_(tensor, root_rank, name=None, priority=0, process_set=global_proc
 
 def _split_list(splits, rows, set_size):
     if splits is None:
-        # As Horovod: as even as possible, the first rows % set_size ranks get one row more.
-        share, extra = divmod(rows, set_size)
-        return [share + (1 if j < extra else 0) for j in range(set_size)]
+        return even_splits(rows, set_size)
     if isinstance(splits, mx.nd.NDArray):
         splits = splits.asnumpy()
     values = numpy.asarray(splits).reshape(-1)

@@ -3,7 +3,7 @@ synchronous (differentiable) and asynchronous, with Horovod's signatures."""
 
 import torch
 from tutti.common.basics import Average, Sum
-from tutti.common.process_sets import global_process_set
+from tutti.common.process_sets import even_splits, global_process_set
 
 from . import requests
 from .requests import synchronize
@@ -176,18 +176,11 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 # ---- alltoall ----
 
 
-def _even_splits(rows, parts):
-    """Horovod's split of `rows` rows over `parts` ranks when no splits are given: as even
-    as possible, the first rows % parts ranks one row more."""
-    base, extra = divmod(rows, parts)
-    return [base + (1 if i < extra else 0) for i in range(parts)]
-
-
 def _splits_list(tensor, splits, process_set):
     size = (process_set or global_process_set).size()
     if splits is None:
         rows = tensor.shape[0] if tensor.dim() > 0 else 1
-        return _even_splits(rows, size)
+        return even_splits(rows, size)
     if isinstance(splits, torch.Tensor):
         if splits.dim() != 1 or splits.dtype == torch.bool or splits.is_complex():
             raise TypeError("alltoall splits must be a 1-D tensor or a list of numbers, got "
