@@ -3,7 +3,7 @@ tuttirun launcher.
 
     pip install ./common
 
-The core is compiled with g++ from src/*.cc and linked against the system MPI and Gloo
+The core is compiled with g++ from src/<room>/*.cc and linked against the system MPI and Gloo
 (Debian: openmpi-bin libopenmpi-dev libgloo-dev).
 """
 
@@ -41,7 +41,7 @@ GPU_WARNING_FLAGS = ["-Wall", "-Wextra", "-Werror"]
 
 
 class BuildCore(build_ext):
-    """Compiles src/*.cc into tutti/common/libtutti_core.so."""
+    """Compiles src/*/*.cc into tutti/common/libtutti_core.so."""
 
     def get_ext_filename(self, fullname):
         parts = fullname.split(".")
@@ -72,7 +72,7 @@ class BuildCore(build_ext):
                 "-Wl,-Bsymbolic",
                 "-Wl,-z,now",
                 "-Wl,--no-undefined",
-                "-Wl,--version-script=" + os.path.join("src", "exports.lds"),
+                "-Wl,--version-script=" + os.path.join("src", "api", "exports.lds"),
             ],
             library_dirs=mpi["library_dirs"],
             libraries=["mpi", "gloo", "pthread", "dl"],
@@ -112,7 +112,7 @@ setup(
     # The settings' ranges: read by tuttirun at run time, compiled into the core.
     package_data={"tutti.common": ["settings.def"]},
     ext_modules=[Extension("tutti.common.libtutti_core",
-                           sources=sorted(glob.glob("src/*.cc") + glob.glob("src/*/*.cc")))],
+                           sources=sorted(glob.glob("src/*/*.cc")))],
     cmdclass={"build_ext": BuildCore, "build_py": BuildPy},
     install_requires=["numpy", "pyyaml", "cloudpickle"],
     # tutti.ray and tutti.spark import their engine only when used.

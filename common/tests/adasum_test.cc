@@ -1,7 +1,7 @@
 // Adasum's kernels and its halving/doubling schedule (adasum.h), against a straightforward
 // float64 reference: combine whole vectors pairwise, rank blocks of 2, 4, 8, ... The ranks
 // run as threads that swap data through an in-process mailbox.
-#include "adasum.h"
+#include "kernels/adasum.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "dtype.h"
+#include "base/dtype.h"
 
 namespace tutti {
 namespace {

@@ -1,8 +1,8 @@
-#include "collective_plan.h"
+#include "base/collective_plan.h"
 
 #include <gtest/gtest.h>
 
-#include "process_sets.h"
+#include "requests/process_sets.h"
 
 namespace tutti {
 namespace {

@@ -1,4 +1,4 @@
-#include "cycle_flags.h"
+#include "negotiation/cycle_flags.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "dtype.h"
+#include "base/dtype.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "fusion_plan.h"
+#include "execution/fusion_plan.h"
 
 #include <gtest/gtest.h>
 

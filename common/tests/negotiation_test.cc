@@ -1,4 +1,4 @@
-#include "negotiation.h"
+#include "negotiation/negotiation.h"
 
 #include <gtest/gtest.h>
 

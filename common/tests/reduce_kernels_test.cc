@@ -1,4 +1,4 @@
-#include "reduce_kernels.h"
+#include "kernels/reduce_kernels.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Enqueue-time validation: each refused request and its message.
-#include "request_builder.h"
+#include "requests/request_builder.h"
 
 #include <gtest/gtest.h>
 

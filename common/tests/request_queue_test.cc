@@ -1,4 +1,4 @@
-#include "request_queue.h"
+#include "requests/request_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // StoreClient against a real server process speaking tuttirun's protocol (store_server.py).
-#include "store_client.h"
+#include "transport/store_client.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>

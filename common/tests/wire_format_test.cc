@@ -1,4 +1,4 @@
-#include "wire_format.h"
+#include "negotiation/wire_format.h"
 
 #include <gtest/gtest.h>
 

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "controller.h"
+#include "transport/controller.h"
 #include "gpu/device_runtime.h"
 #include "gpu/gpu_config.h"
 #include "gpu/nccl_operations.h"
 #include "gpu/staged_operations.h"
-#include "process_sets.h"
-#include "request.h"
-#include "request_queue.h"
+#include "requests/process_sets.h"
+#include "requests/request.h"
+#include "requests/request_queue.h"
 
 namespace tutti {
 namespace gpu {

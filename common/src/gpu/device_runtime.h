@@ -17,7 +17,7 @@
 
 #include "gpu/copy_plan.h"
 #include "gpu/gpu_libraries.h"
-#include "status.h"
+#include "base/status.h"
 
 namespace tutti {
 namespace gpu {

@@ -2,8 +2,8 @@
 #ifndef TUTTI_SRC_GPU_GPU_CONFIG_H_
 #define TUTTI_SRC_GPU_GPU_CONFIG_H_
 
-#include "config.h"
-#include "status.h"
+#include "base/config.h"
+#include "base/status.h"
 
 namespace tutti {
 namespace gpu {

@@ -9,11 +9,11 @@
 #include <map>
 #include <tuple>
 
-#include "controller.h"
+#include "transport/controller.h"
 #include "gpu/cuda_decls.h"
 #include "gpu/device_runtime.h"
 #include "gpu/gpu_libraries.h"
-#include "status.h"
+#include "base/status.h"
 
 namespace tutti {
 namespace gpu {

@@ -1,7 +1,7 @@
 #include "gpu/nccl_operations.h"
 
-#include "collective_plan.h"
-#include "dtype.h"
+#include "base/collective_plan.h"
+#include "base/dtype.h"
 #include "gpu/nccl_types.h"
 #include "gpu/staged_operations.h"
 

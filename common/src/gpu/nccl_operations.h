@@ -9,13 +9,13 @@
 #include <utility>
 #include <vector>
 
-#include "controller.h"
+#include "transport/controller.h"
 #include "gpu/device_runtime.h"
 #include "gpu/gpu_config.h"
 #include "gpu/nccl_communicators.h"
-#include "process_sets.h"
-#include "request.h"
-#include "request_queue.h"
+#include "requests/process_sets.h"
+#include "requests/request.h"
+#include "requests/request_queue.h"
 
 namespace tutti {
 namespace gpu {

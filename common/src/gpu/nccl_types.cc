@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "dtype.h"
+#include "base/dtype.h"
 
 namespace tutti {
 namespace gpu {

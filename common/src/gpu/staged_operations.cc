@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
-#include "collective_plan.h"
-#include "dtype.h"
+#include "base/collective_plan.h"
+#include "base/dtype.h"
 
 namespace tutti {
 namespace gpu {

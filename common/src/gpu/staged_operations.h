@@ -11,8 +11,8 @@
 
 #include "gpu/copy_plan.h"
 #include "gpu/device_runtime.h"
-#include "request_queue.h"
-#include "status.h"
+#include "requests/request_queue.h"
+#include "base/status.h"
 
 namespace tutti {
 namespace gpu {

@@ -2,12 +2,12 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../dtype.h"
-#include "../reduce_kernels.h"
-#include "group.h"
-#include "internal.h"
-#include "layout.h"
-#include "platform.h"
+#include "base/dtype.h"
+#include "kernels/reduce_kernels.h"
+#include "shm/group.h"
+#include "shm/internal.h"
+#include "shm/layout.h"
+#include "shm/platform.h"
 
 namespace tutti {
 namespace shm {

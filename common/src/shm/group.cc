@@ -51,7 +51,7 @@
 // still exists (kill(pid, 0) plus /proc state and start time, so zombies and recycled pids
 // count as gone). Any error is recorded, raised in the shared abort word with its message
 // (which wakes every sleeper) and returned by every later call on every rank.
-#include "group.h"
+#include "shm/group.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -63,9 +63,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "internal.h"
-#include "layout.h"
-#include "platform.h"
+#include "shm/internal.h"
+#include "shm/layout.h"
+#include "shm/platform.h"
 
 namespace tutti {
 namespace shm {

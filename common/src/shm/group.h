@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "../status.h"
-#include "layout.h"
+#include "base/status.h"
+#include "shm/layout.h"
 #include "tutti/c_api.h"
 
 namespace tutti {

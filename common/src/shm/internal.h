@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "../status.h"
+#include "base/status.h"
 
 namespace tutti {
 namespace shm {

@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "platform.h"
+#include "shm/platform.h"
 
 namespace tutti {
 namespace shm {

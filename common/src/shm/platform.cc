@@ -1,4 +1,4 @@
-#include "platform.h"
+#include "shm/platform.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "bayesian_tuner.h"
+#include "tuning/bayesian_tuner.h"
 
 #include <algorithm>
 #include <cmath>

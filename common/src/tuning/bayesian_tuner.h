@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "../status.h"
-#include "gaussian_process.h"
+#include "base/status.h"
+#include "tuning/gaussian_process.h"
 
 namespace tutti {
 namespace tuning {

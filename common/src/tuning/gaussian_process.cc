@@ -1,4 +1,4 @@
-#include "gaussian_process.h"
+#include "tuning/gaussian_process.h"
 
 #include <algorithm>
 #include <cmath>

@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "linear_algebra.h"
+#include "tuning/linear_algebra.h"
 
 namespace tutti {
 namespace tuning {

@@ -1,4 +1,4 @@
-#include "linear_algebra.h"
+#include "tuning/linear_algebra.h"
 
 #include <cmath>
 #include <utility>

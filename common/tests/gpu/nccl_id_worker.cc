@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "controller.h"
+#include "base/config.h"
+#include "transport/controller.h"
 #include "gpu/gpu_libraries.h"
 #include "gpu/nccl_communicators.h"
 

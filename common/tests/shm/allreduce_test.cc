@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "dtype.h"
-#include "reduce_kernels.h"
+#include "base/dtype.h"
+#include "kernels/reduce_kernels.h"
 #include "shm/group.h"
 #include "shm/test_harness.h"
 

@@ -1,0 +1,642 @@
+#include "cycle/context.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+
+#include "base/collective_plan.h"
+#include "base/dtype.h"
+#include "execution/fusion_plan.h"
+#include "base/log.h"
+#include "base/thread_affinity.h"
+#include "negotiation/wire_format.h"
+
+namespace tutti {
+namespace {
+
+const char* const kShutDownMessage = "tutti was shut down before the request ran";
+
+// How long an idle job (nothing in flight anywhere) waits between cycles. New requests wake
+// the loop at once; the tick only serves ranks with nothing of their own to submit (members
+// of other process sets' collectives) and the shutdown handshake.
+const auto kIdleTick = std::chrono::milliseconds(5);
+
+// How long the background thread polls for a next request after a cycle that did work.
+const auto kPollAfterWork = std::chrono::microseconds(100);
+
+// A cache hit still waiting for other ranks after this long is sent to the coordinator
+// instead (every rank drops the entry), so the stall inspector sees it.
+const auto kStaleCachedWait = std::chrono::seconds(1);
+
+// Why requests still pending on `my_rank` were failed when `ranks` asked to stop.
+std::string ShutdownMessage(const std::vector<int32_t>& ranks, int my_rank) {
+  for (int32_t r : ranks) {
+    if (r == my_rank) return kShutDownMessage;
+  }
+  std::string list;
+  for (int32_t r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  return std::string("tutti was shut down by rank") + (ranks.size() > 1 ? "s " : " ") + list +
+         " (it called shutdown() or exited) before the request ran";
+}
+
+std::chrono::steady_clock::duration Seconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
+int64_t TensorBytes(const PendingOp& op) {
+  int64_t bytes = 0;
+  for (const TensorView& t : op.tensors) bytes += ElementCount(t.shape);
+  return bytes * static_cast<int64_t>(DtypeSize(op.meta.dtype));
+}
+
+}  // namespace
+
+Status Context::Create(const Config& config, std::unique_ptr<Context>* context) {
+  std::unique_ptr<Controller> controller;
+  Status s = CreateController(config, &controller);
+  if (!s.ok()) return s;
+  std::unique_ptr<Context> created(new Context(config, std::move(controller)));
+  if (!config.timeline_path.empty()) {
+    s = created->StartTimeline(config.timeline_path);
+    if (!s.ok()) return s;
+  }
+  int cpu = -1;
+  s = ThreadAffinityCpu(created->topology_.local_rank, created->topology_.local_size, &cpu);
+  if (!s.ok()) return s;
+  std::promise<Status> started;
+  std::future<Status> started_future = started.get_future();
+  Context* self = created.get();
+  created->thread_ = std::thread([self, cpu, &started] {
+    pthread_setname_np(pthread_self(), "tutti-core");
+    self->thread_id_.store(static_cast<int64_t>(syscall(SYS_gettid)));
+    Status pinned = PinCurrentThread(cpu);
+    started.set_value(pinned);
+    if (pinned.ok()) self->Loop();
+  });
+  s = started_future.get();
+  if (!s.ok()) {
+    created->thread_.join();
+    return s;
+  }
+  *context = std::move(created);
+  return Status::OK();
+}
+
+Context::Context(const Config& config, std::unique_ptr<Controller> controller)
+    : config_(config),
+      controller_(std::move(controller)),
+      topology_(controller_->topology()),
+      controller_name_(controller_->name()),
+      timeline_(topology_.rank),
+      process_sets_(topology_.size),
+      coordinator_(topology_.size, &process_sets_),
+      executor_(controller_.get(), &process_sets_, topology_.rank, &counters_, &timeline_),
+      cache_(config.cache_capacity),
+      cache_enabled_(config.cache_capacity > 0),
+      cycle_time_ms_(config.cycle_time_ms),
+      fusion_threshold_(config.fusion_threshold_bytes),
+      last_stall_report_(Clock::now()) {
+  // Polling for the next request only pays when this host's ranks do not outnumber its CPUs.
+  spin_before_sleep_ = topology_.local_size <= sysconf(_SC_NPROCESSORS_ONLN);
+  if (config.autotune && topology_.rank == 0) {
+    autotune_.reset(new AutotuneSession(config));
+  }
+  counters_.Set(kCycleTimeMicros, static_cast<int64_t>(cycle_time_ms_ * 1000));
+  counters_.Set(kFusionThresholdBytes, fusion_threshold_);
+  counters_.Set(kCacheEnabled, cache_enabled_ ? 1 : 0);
+}
+
+Context::~Context() { Shutdown(); }
+
+void Context::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mutex_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> wake_lock(wake_mutex_);
+    stop_requested_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // The loop already failed what was pending; this catches nothing new but keeps the
+  // guarantee independent of how the loop ended.
+  for (const PendingOp& op : queue_.Close(Status::Aborted(kShutDownMessage))) {
+    op.Complete(Status::Aborted(kShutDownMessage));
+  }
+  timeline_.Stop();
+  controller_.reset();
+}
+
+Status Context::Enqueue(PendingOp op) {
+  op.enqueued = Clock::now();
+  Status s = queue_.Enqueue(std::move(op));
+  if (!s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    has_new_requests_ = true;
+  }
+  new_requests_hint_.store(true, std::memory_order_release);
+  if (sleeping_.load(std::memory_order_acquire)) wake_.notify_one();
+  return Status::OK();
+}
+
+Status Context::StartTimeline(const std::string& path) {
+  if (topology_.rank != 0) return Status::OK();
+  return timeline_.Start(path);
+}
+
+void Context::StopTimeline() { timeline_.Stop(); }
+
+void Context::WaitForCycle(Clock::time_point last_start) {
+  // Right after a cycle that did work, the next request usually follows within
+  // microseconds (the caller waited for this one): look for it for a short while, yielding
+  // the CPU, before paying for a sleep and a wake-up (~40 us each way on small VMs).
+  if (spin_before_sleep_ && last_cycle_worked_) {
+    const auto until = Clock::now() + kPollAfterWork;
+    while (!new_requests_hint_.load(std::memory_order_acquire) && Clock::now() < until) {
+      sched_yield();
+    }
+  }
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  auto wake_now = [this] { return has_new_requests_ || stop_requested_; };
+  sleeping_.store(true, std::memory_order_seq_cst);
+  if (topology_.size == 1) {
+    // Nobody to wait for: run as soon as there is work. The timeout only bounds how long a
+    // missed wake-up could delay us.
+    wake_.wait_for(lock, std::chrono::milliseconds(100), wake_now);
+  } else {
+    // New requests start a cycle at once, so an isolated request never waits for a tick.
+    // Requests already in flight wait for the other ranks: look again after the cycle time.
+    const bool busy = busy_anywhere_ || !queue_.Empty();
+    const auto period = busy ? std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double, std::milli>(cycle_time_ms_))
+                             : std::chrono::duration_cast<Clock::duration>(kIdleTick);
+    wake_.wait_until(lock, last_start + period, wake_now);
+  }
+  sleeping_.store(false, std::memory_order_relaxed);
+  has_new_requests_ = false;
+  new_requests_hint_.store(false, std::memory_order_relaxed);
+}
+
+void Context::Loop() {
+  Status reason = Status::Aborted(kShutDownMessage);
+  auto cycle_start = Clock::now();
+  while (true) {
+    WaitForCycle(cycle_start);
+    cycle_start = Clock::now();
+    if (!RunCycle(&reason)) break;
+  }
+  // After a transport failure, tell every peer now (closed connections, shared abort word):
+  // a survivor must get an error promptly, not wait out its timeout.
+  if (!transport_failure_.ok()) controller_->Abort();
+  for (const PendingOp& op : queue_.Close(reason)) Complete(op, reason);
+  timeline_.Flush(true);
+}
+
+void Context::ClassifyNew(std::vector<bool>* invalidate) {
+  for (RequestMeta& meta : queue_.TakeNew()) {
+    if (meta.collective == Collective::kJoin) joined_here_ = true;
+    int slot = -1;
+    ResponseCache::Lookup found =
+        cache_enabled_ ? cache_.Find(meta, &slot) : ResponseCache::Lookup::kMiss;
+    if (found == ResponseCache::Lookup::kHit) {
+      counters_.Add(kCacheHits);
+      cached_waits_[slot] = CachedWait{std::move(meta), Clock::now()};
+      continue;
+    }
+    if (found == ResponseCache::Lookup::kChanged) (*invalidate)[slot] = true;
+    counters_.Add(kCacheMisses);
+    unsent_.push_back(std::move(meta));
+  }
+}
+
+bool Context::WantsToAnnounce() {
+  if (topology_.rank != 0) return false;
+  if (!tuning_to_announce_.empty()) return true;
+  if (coordinator_.pending() == 0) return false;
+  const auto now = Clock::now();
+  const auto waited = now - coordinator_.OldestPending();
+  if (config_.stall_shutdown_seconds > 0 && waited >= Seconds(config_.stall_shutdown_seconds)) {
+    return true;
+  }
+  return !config_.stall_check_disabled && waited >= Seconds(config_.stall_check_seconds) &&
+         now - last_stall_report_ >= Seconds(config_.stall_check_seconds);
+}
+
+CycleFlags Context::MyFlags(std::vector<bool> invalidate) {
+  CycleFlags mine;
+  const auto now = Clock::now();
+  for (const auto& item : cached_waits_) {
+    if (now - item.second.since > kStaleCachedWait) invalidate[item.first] = true;
+  }
+  mine.invalidate = std::move(invalidate);
+  mine.ready.assign(cache_.capacity(), false);
+  for (int slot = 0; slot < cache_.capacity(); ++slot) {
+    if (!cache_enabled_ || !cache_.Occupied(slot)) continue;
+    // Ranks outside the entry's process set never submit it: they agree by default.
+    mine.ready[slot] = cache_.Member(slot) ? cached_waits_.count(slot) > 0 : true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    mine.shutdown = stop_requested_;
+  }
+  mine.negotiate = !unsent_.empty() || WantsToAnnounce();
+  mine.joined = joined_here_;
+  mine.busy = !queue_.Empty() || (topology_.rank == 0 && coordinator_.pending() > 0);
+  return mine;
+}
+
+void Context::DemoteCached(int slot) {
+  auto it = cached_waits_.find(slot);
+  if (it == cached_waits_.end()) return;
+  unsent_.push_back(std::move(it->second.meta));
+  cached_waits_.erase(it);
+}
+
+void Context::ApplyAgreedFlags(const CycleFlags& agreed, std::vector<Response>* cached,
+                               std::vector<int>* cached_slots) {
+  for (int slot = 0; slot < cache_.capacity(); ++slot) {
+    if (!agreed.invalidate[slot]) continue;
+    if (cache_.Occupied(slot)) counters_.Add(kCacheInvalidations);
+    cache_.Erase(slot);
+    DemoteCached(slot);
+  }
+  for (int slot = 0; slot < cache_.capacity(); ++slot) {
+    if (!agreed.ready[slot] || agreed.invalidate[slot] || !cache_.Occupied(slot)) continue;
+    cached->push_back(cache_.response(slot));
+    cached_slots->push_back(slot);
+    cached_waits_.erase(slot);
+  }
+  // While a rank is joined, the coordinator must see every request (it stands in zeros for
+  // the joined rank).
+  if (agreed.joined) {
+    while (!cached_waits_.empty()) DemoteCached(cached_waits_.begin()->first);
+  }
+}
+
+Status Context::Negotiate(ResponseList* responses) {
+  RequestList mine;
+  mine.requests = std::move(unsent_);
+  unsent_.clear();
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    mine.shutdown = stop_requested_;
+  }
+  std::vector<std::string> gathered;
+  Status s = controller_->GatherToRoot(SerializeRequestList(mine), &gathered);
+  std::string response_bytes;
+  if (s.ok() && topology_.rank == 0) {
+    ResponseList answer;
+    for (size_t rank = 0; rank < gathered.size() && s.ok(); ++rank) {
+      RequestList list;
+      s = ParseRequestList(gathered[rank], &list);
+      for (const RequestMeta& request : list.requests) {
+        coordinator_.Submit(static_cast<int>(rank), request);
+      }
+      if (list.shutdown) answer.shutdown_ranks.push_back(static_cast<int32_t>(rank));
+    }
+    answer.responses = coordinator_.TakeReady();
+    Announce(&answer);
+    response_bytes = SerializeResponseList(answer);
+  }
+  if (s.ok()) s = controller_->BroadcastFromRoot(&response_bytes);
+  if (s.ok()) s = ParseResponseList(response_bytes, responses);
+  return s;
+}
+
+void Context::Announce(ResponseList* responses) {
+  const auto now = Clock::now();
+  if (config_.stall_shutdown_seconds > 0) {
+    for (Response& failed : coordinator_.FailStalled(Seconds(config_.stall_shutdown_seconds))) {
+      responses->responses.push_back(std::move(failed));
+    }
+  }
+  if (!config_.stall_check_disabled &&
+      coordinator_.Deadlocked(Seconds(config_.stall_check_seconds))) {
+    // Every rank waits for requests the others have not made, and nothing new came for the
+    // stall check time: fail them all with the whole picture instead of waiting forever.
+    std::string list;
+    for (const std::string& item : coordinator_.Stalled(std::chrono::seconds(0))) {
+      list += (list.empty() ? "" : "; ") + item;
+    }
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", config_.stall_check_seconds);
+    const std::string why =
+        std::string("deadlock: every rank is waiting for requests the others have not "
+                    "submitted, and none submitted anything for ") + seconds +
+        " s (TUTTI_STALL_CHECK_TIME_SECONDS; TUTTI_STALL_CHECK_DISABLE=1 turns this off). "
+        "Waiting: " + list;
+    for (Response& failed : coordinator_.FailAllWaiting(why)) {
+      responses->responses.push_back(std::move(failed));
+    }
+  }
+  if (!config_.stall_check_disabled &&
+      now - last_stall_report_ >= Seconds(config_.stall_check_seconds)) {
+    std::vector<std::string> stalled = coordinator_.Stalled(Seconds(config_.stall_check_seconds));
+    if (!stalled.empty()) {
+      last_stall_report_ = now;
+      std::string list;
+      for (const std::string& item : stalled) list += (list.empty() ? "" : "; ") + item;
+      char seconds[32];
+      std::snprintf(seconds, sizeof(seconds), "%g", config_.stall_check_seconds);
+      responses->warnings.push_back(
+          std::string("stall: some ranks have waited more than ") + seconds +
+          " s (TUTTI_STALL_CHECK_TIME_SECONDS) for others to submit the same tensors; every "
+          "rank must submit the same names: " + list);
+    }
+  }
+  responses->tuning = std::move(tuning_to_announce_);
+  tuning_to_announce_.clear();
+}
+
+bool Context::RunCycle(Status* reason) {
+  counters_.Add(kCycles);
+  const auto cycle_start = Clock::now();
+  std::vector<bool> invalidate(cache_.capacity(), false);
+  ClassifyNew(&invalidate);
+  const CycleFlags mine = MyFlags(std::move(invalidate));
+  std::vector<uint64_t> words = EncodeFlags(mine, cache_.capacity());
+  Status s = controller_->AgreeFlags(&words);
+  ResponseList negotiated;
+  std::vector<Response> cached;
+  std::vector<int> cached_slots;
+  if (s.ok()) {
+    const CycleFlags agreed = DecodeAgreedFlags(words, cache_.capacity());
+    busy_anywhere_ = agreed.busy;
+    ApplyAgreedFlags(agreed, &cached, &cached_slots);
+    bool full = agreed.negotiate || agreed.shutdown || agreed.joined;
+    for (bool v : agreed.invalidate) full = full || v;
+    if (full) {
+      counters_.Add(kNegotiations);
+      s = Negotiate(&negotiated);
+    }
+  }
+  if (!s.ok()) {
+    *reason = Status::Aborted("tutti's " + std::string(controller_name_) +
+                              " transport failed during negotiation: " + s.message());
+    transport_failure_ = *reason;
+    return false;
+  }
+  const auto negotiated_at = Clock::now();
+  for (const std::string& warning : negotiated.warnings) {
+    counters_.Add(kStallWarnings);
+    LogWarning("rank " + std::to_string(topology_.rank) + ": " + warning);
+  }
+
+  // Everything agreed this cycle, cached first, in the same order on every rank.
+  std::vector<Work> work;
+  for (size_t i = 0; i < cached.size(); ++i) {
+    Work w;
+    w.response = &cached[i];
+    w.name = cached[i].names[0];
+    w.cache_slot = cached_slots[i];
+    work.push_back(std::move(w));
+  }
+  for (const Response& response : negotiated.responses) {
+    for (const std::string& name : response.names) {
+      Work w;
+      w.response = &response;
+      w.name = name;
+      work.push_back(std::move(w));
+    }
+  }
+  std::vector<Work*> order;
+  for (Work& w : work) {
+    w.have_op = queue_.Take(w.name, &w.op);
+    order.push_back(&w);
+  }
+  last_cycle_worked_ = !order.empty();
+  ExecuteAll(order, negotiated_at);
+  UpdateCache(order);
+  if (autotune_) SampleAutotune(order);
+  if (!negotiated.tuning.empty()) ApplyTuning(negotiated.tuning);
+  if (config_.timeline_mark_cycles && timeline_.active() && !work.empty()) {
+    timeline_.Span("negotiation cycles", "cycle", cycle_start, Clock::now(),
+                   "\"responses\": " + std::to_string(work.size()));
+  }
+  timeline_.Flush();
+  if (!transport_failure_.ok()) {
+    *reason = Status::Aborted("tutti's " + std::string(controller_name_) +
+                              " transport failed: " + transport_failure_.message());
+    return false;
+  }
+  if (negotiated.shutdown_ranks.empty()) return true;
+  *reason = Status::Aborted(ShutdownMessage(negotiated.shutdown_ranks, topology_.rank));
+  return false;
+}
+
+void Context::ExecuteAll(const std::vector<Work*>& work, Clock::time_point negotiated) {
+  std::vector<FusionItem> items(work.size());
+  for (size_t i = 0; i < work.size(); ++i) {
+    const Work& w = *work[i];
+    FusionItem& item = items[i];
+    item.fusible = w.have_op && w.response->kind == Response::Kind::kExecute &&
+                   w.response->collective == Collective::kAllreduce &&
+                   w.response->joined_ranks.empty();
+    if (!item.fusible) continue;
+    item.process_set = w.response->process_set;
+    item.dtype = w.op.meta.dtype;
+    item.reduce_op = w.op.meta.reduce_op;
+    item.prescale = w.op.meta.prescale;
+    item.postscale = w.op.meta.postscale;
+    item.bytes = TensorBytes(w.op);
+    item.device = w.op.device.on_device() ? w.op.device.index : -1;
+  }
+  if (timeline_.active()) {
+    for (const Work* w : work) {
+      if (w->have_op) timeline_.Span(w->name, "negotiate", w->op.enqueued, negotiated);
+    }
+  }
+  for (const std::vector<size_t>& group : PlanFusion(items, fusion_threshold_)) {
+    if (!items[group[0]].fusible) {
+      ExecuteOne(work[group[0]]);
+      continue;
+    }
+    std::vector<const PendingOp*> ops;
+    for (size_t i : group) ops.push_back(&work[i]->op);
+    if (timeline_.active()) {
+      const auto now = Clock::now();
+      for (const PendingOp* op : ops) timeline_.Span(op->meta.name, "queued", negotiated, now);
+    }
+    Status s = executor_.ExecuteFusedAllreduce(items[group[0]].process_set, ops);
+    for (const PendingOp* op : ops) {
+      Complete(*op, s.ok() ? s
+                           : Status(s.code(), "allreduce of tensor '" + op->meta.name +
+                                                  "' failed: " + s.message()));
+    }
+  }
+}
+
+void Context::ExecuteOne(Work* work) {
+  const Response& response = *work->response;
+  if (response.collective == Collective::kJoin && response.kind == Response::Kind::kExecute) {
+    joined_here_ = false;  // every rank has joined: the join is over everywhere
+  }
+  if (!work->have_op) {
+    bool joined = false;
+    for (int32_t r : response.joined_ranks) joined = joined || r == topology_.rank;
+    if (joined && response.kind == Response::Kind::kExecute) {
+      Status s = executor_.ExecuteJoined(response);
+      if (!s.ok()) LogWarning("allreduce of '" + work->name + "' as a joined rank: " + s.message());
+      return;
+    }
+    // Responses for sets without this rank, and errors about requests it never made, are
+    // not its business; anything else means a broken rank.
+    const bool member = process_sets_.RankIn(response.process_set, topology_.rank) >= 0;
+    if (member && response.kind == Response::Kind::kExecute &&
+        response.collective != Collective::kJoin) {
+      LogWarning("negotiation answered request '" + work->name +
+                 "', which this rank does not have");
+    }
+    return;
+  }
+  if (response.kind == Response::Kind::kError) {
+    Complete(work->op, Status::Precondition(response.error));
+    return;
+  }
+  Complete(work->op, executor_.Execute(response, work->op));
+}
+
+void Context::Complete(const PendingOp& op, const Status& status) {
+  // The controllers report a failed transport (peer gone, timeout) as ABORTED; other
+  // failures (bad arguments, mismatches) leave the job usable.
+  if (status.code() == TUTTI_ERR_ABORTED && transport_failure_.ok()) transport_failure_ = status;
+  counters_.Add(kRequestsDone);
+  op.Complete(status);
+}
+
+void Context::UpdateCache(const std::vector<Work*>& work) {
+  for (const Work* w : work) {
+    const Response& response = *w->response;
+    if (!cache_enabled_) continue;
+    if (w->cache_slot >= 0) {
+      cache_.Touch(w->cache_slot);
+      continue;
+    }
+    int evicted = -1;
+    cache_.Put(response, w->have_op ? &w->op.meta : nullptr, &evicted);
+    if (evicted >= 0) DemoteCached(evicted);
+  }
+  // Entries of removed process sets go (the same on every rank).
+  for (int slot = 0; slot < cache_.capacity(); ++slot) {
+    if (cache_.Occupied(slot) && process_sets_.Size(cache_.response(slot).process_set) < 0) {
+      cache_.Erase(slot);
+      DemoteCached(slot);
+    }
+  }
+}
+
+void Context::ApplyTuning(const std::vector<double>& tuning) {
+  if (tuning.size() < 3) return;
+  cycle_time_ms_ = tuning[0];
+  fusion_threshold_ = static_cast<int64_t>(tuning[1]);
+  const bool cache_on = tuning[2] > 0.5 && config_.cache_capacity > 0;
+  if (cache_enabled_ && !cache_on) {
+    // Every rank switches at the same cycle; waiting hits go to the coordinator.
+    cache_.Clear();
+    while (!cached_waits_.empty()) DemoteCached(cached_waits_.begin()->first);
+  }
+  cache_enabled_ = cache_on;
+  counters_.Set(kCycleTimeMicros, static_cast<int64_t>(cycle_time_ms_ * 1000));
+  counters_.Set(kFusionThresholdBytes, fusion_threshold_);
+  counters_.Set(kCacheEnabled, cache_enabled_ ? 1 : 0);
+}
+
+void Context::SampleAutotune(const std::vector<Work*>& work) {
+  int64_t bytes = 0;
+  for (const Work* w : work) {
+    if (w->have_op && w->response->collective == Collective::kAllreduce &&
+        w->response->kind == Response::Kind::kExecute) {
+      bytes += TensorBytes(w->op);
+    }
+  }
+  std::vector<double> next;
+  if (autotune_->Observe(bytes, Clock::now(), &next)) tuning_to_announce_ = next;
+  counters_.Set(kAutotuneSamples, autotune_->samples());
+  counters_.Set(kAutotuneConverged, autotune_->converged() ? 1 : 0);
+}
+
+namespace {
+
+// Completion of a blocking process-set call; shared with the callback, which may run after a
+// timed-out caller has left.
+struct BlockingCall {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  int32_t id = -1;
+};
+
+void OnBlockingCallDone(void* user_data, tutti_status code, const char* message) {
+  auto* holder = static_cast<std::shared_ptr<BlockingCall>*>(user_data);
+  std::shared_ptr<BlockingCall> call = *holder;
+  delete holder;
+  std::lock_guard<std::mutex> lock(call->mutex);
+  call->done = true;
+  call->status = Status(code, message ? message : "");
+  call->cv.notify_all();
+}
+
+}  // namespace
+
+Status Context::AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id) {
+  Status s = ProcessSetRegistry::Validate(ranks, topology_.size);
+  if (!s.ok()) return Status(s.code(), "add_process_set: " + s.message());
+  return ChangeProcessSets(Collective::kAddProcessSet,
+                           std::vector<int64_t>(ranks.begin(), ranks.end()), id);
+}
+
+Status Context::RemoveProcessSet(int32_t id) {
+  if (id == TUTTI_GLOBAL_PROCESS_SET) {
+    return Status::InvalidArgument("remove_process_set: the global process set cannot be removed");
+  }
+  if (process_sets_.Size(id) < 0) {
+    return Status::InvalidArgument("remove_process_set: process set " + std::to_string(id) +
+                                   " is unknown");
+  }
+  return ChangeProcessSets(Collective::kRemoveProcessSet, {id}, nullptr);
+}
+
+Status Context::ChangeProcessSets(Collective collective, std::vector<int64_t> argument,
+                                  int32_t* id) {
+  auto call = std::make_shared<BlockingCall>();
+  PendingOp op;
+  {
+    // Every rank makes these calls in the same order, so the n-th call has the same name
+    // everywhere.
+    std::lock_guard<std::mutex> lock(process_set_calls_mutex_);
+    op.meta.name = "tutti.process_set_change." + std::to_string(process_set_calls_++);
+  }
+  op.meta.collective = collective;
+  op.meta.shapes = {std::move(argument)};
+  op.result = &call->id;
+  op.done = OnBlockingCallDone;
+  auto* holder = new std::shared_ptr<BlockingCall>(call);
+  op.user_data = holder;
+  Status s = Enqueue(std::move(op));
+  if (!s.ok()) {
+    delete holder;  // done is never called for a refused request
+    return s;
+  }
+  std::unique_lock<std::mutex> lock(call->mutex);
+  const auto timeout = std::chrono::duration<double>(config_.timeout_seconds);
+  if (!call->cv.wait_for(lock, timeout, [&] { return call->done; })) {
+    return Status::Aborted(std::string(CollectiveName(collective)) +
+                           ": not every rank made this call within " +
+                           std::to_string(static_cast<int>(config_.timeout_seconds)) +
+                           " s (TUTTI_GLOO_TIMEOUT_SECONDS); every rank must add and remove "
+                           "process sets in the same order");
+  }
+  if (!call->status.ok()) return call->status;
+  if (id != nullptr) *id = call->id;
+  return Status::OK();
+}
+
+}  // namespace tutti

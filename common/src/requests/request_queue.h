@@ -1,0 +1,79 @@
+// Requests submitted on any thread and not yet completed. The background thread takes the
+// metadata of new ones each cycle and later takes each request by name to execute it.
+#ifndef TUTTI_SRC_REQUEST_QUEUE_H_
+#define TUTTI_SRC_REQUEST_QUEUE_H_
+
+#include <chrono>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "requests/request.h"
+#include "base/status.h"
+
+namespace tutti {
+
+// One tensor of a request on this rank.
+struct TensorView {
+  const void* input = nullptr;
+  void* output = nullptr;  // null for the collectives that allocate their output
+  std::vector<int64_t> shape;
+};
+
+// Where a request's tensors live on this rank (tutti_device without its size field).
+struct DeviceSpec {
+  tutti_device_type type = TUTTI_DEVICE_CPU;
+  int32_t index = -1;
+  void* ready_event = nullptr;
+  void* done_event = nullptr;
+  bool on_device() const { return type != TUTTI_DEVICE_CPU; }
+};
+
+// A request plus what is needed to execute and complete it on this rank.
+struct PendingOp {
+  RequestMeta meta;
+  std::vector<TensorView> tensors;
+  tutti_allocate_fn allocate = nullptr;
+  int32_t* received_splits = nullptr;  // alltoall
+  int32_t* result = nullptr;           // join: last rank; add_process_set: the new id
+  tutti_done_fn done = nullptr;
+  void* user_data = nullptr;
+  std::chrono::steady_clock::time_point enqueued;  // for the timeline
+  DeviceSpec device;
+
+  void Complete(const Status& status) const {
+    done(user_data, status.code(), status.ok() ? nullptr : status.message().c_str());
+  }
+};
+
+class RequestQueue {
+ public:
+  // Fails with PRECONDITION when a request of the same name is in flight, or with the
+  // closing status once Close() was called.
+  Status Enqueue(PendingOp op);
+
+  // Metadata of requests enqueued since the last call, in submission order.
+  std::vector<RequestMeta> TakeNew();
+
+  // Removes the in-flight request `name`; false when there is none.
+  bool Take(const std::string& name, PendingOp* op);
+
+  // Whether no request is in flight.
+  bool Empty();
+
+  // Refuses further requests with `reason` and returns all requests still in flight.
+  std::vector<PendingOp> Close(const Status& reason);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, PendingOp> in_flight_;
+  std::deque<std::string> new_names_;
+  bool closed_ = false;
+  Status close_reason_;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SRC_REQUEST_QUEUE_H_

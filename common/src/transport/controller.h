@@ -1,0 +1,108 @@
+// A Controller is the transport a context runs on: the process topology, the two
+// primitives negotiation needs, and the data-plane collectives. Implementations: local (one
+// process, no transport), MPI and Gloo; CreateController picks one from the configuration.
+//
+// Every method except the topology getters is called only from the core's background thread.
+#ifndef TUTTI_SRC_CONTROLLER_H_
+#define TUTTI_SRC_CONTROLLER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "base/status.h"
+#include "tutti/c_api.h"
+
+namespace tutti {
+
+struct Topology {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+};
+
+class Controller {
+ public:
+  virtual ~Controller() = default;
+
+  virtual const char* name() const = 0;
+  virtual const Topology& topology() const = 0;
+
+  // Negotiation: each rank contributes `mine`; rank 0 receives every rank's bytes in rank
+  // order in *all (other ranks get an empty vector).
+  virtual Status GatherToRoot(const std::string& mine, std::vector<std::string>* all) = 0;
+  // Negotiation: rank 0's *bytes replaces *bytes on every other rank.
+  virtual Status BroadcastFromRoot(std::string* bytes) = 0;
+  // Negotiation: replaces *words with the bitwise AND of every rank's words (all ranks pass
+  // the same length). Opens every cycle, so it must be the cheapest exchange there is.
+  virtual Status AgreeFlags(std::vector<uint64_t>* words) = 0;
+
+  // Process sets, applied by every rank in the negotiated order. `ranks` are the sorted
+  // global ranks of set `id`; non-members take part too (MPI's communicator split needs all).
+  virtual Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) = 0;
+  virtual void RemoveProcessSet(int32_t id) = 0;
+
+  // ---- data plane: collectives over the members of process set `set`, called only on its
+  // members. Roots and positions in counts are ranks within the set.
+
+  // In-place elementwise reduction of `count` elements. `op` is SUM, MIN, MAX or PRODUCT
+  // (AVERAGE and scaling are done by the caller).
+  virtual Status Allreduce(int32_t set, void* buffer, int64_t count, tutti_dtype dtype,
+                           tutti_reduce_op op) = 0;
+  // `bytes` bytes of `buffer` on `root` replace `buffer` on the others.
+  virtual Status Broadcast(int32_t set, void* buffer, int64_t bytes, int root) = 0;
+  // Concatenates every rank's input (counts[r] elements of `element_size` bytes) into output.
+  virtual Status Allgatherv(int32_t set, const void* input, void* output,
+                            const std::vector<int64_t>& counts, size_t element_size) = 0;
+  // Sends send_counts[j] elements (consecutive parts of input) to rank j and receives
+  // recv_counts[i] elements from rank i into consecutive parts of output.
+  virtual Status Alltoallv(int32_t set, const void* input, const std::vector<int64_t>& send_counts,
+                           void* output, const std::vector<int64_t>& recv_counts,
+                           size_t element_size) = 0;
+  // Reduces `buffer` (sum of counts elements; clobbered) and writes this rank's part
+  // (counts[set_rank] elements at the matching offset) to output. Default: Allreduce + copy.
+  virtual Status ReduceScatter(int32_t set, int set_rank, void* buffer,
+                               const std::vector<int64_t>& counts, void* output,
+                               tutti_dtype dtype, tutti_reduce_op op);
+  virtual Status Barrier(int32_t set) = 0;
+  // Swaps data with rank `peer` of the set (of `set_size` ranks): sends send_bytes at `send`,
+  // receives recv_bytes into `recv`. Every member calls it at the same step, each with its
+  // own peer (Adasum's pairwise steps). Default: an Alltoallv with only the peer's counts.
+  virtual Status SendRecv(int32_t set, int set_size, int peer, const void* send,
+                          int64_t send_bytes, void* recv, int64_t recv_bytes);
+
+  // Memory the transport prefers as the fusion buffer of set `set` (an allreduce on it may
+  // skip a copy), or null: use your own. Same answer on every member for the same bytes.
+  virtual void* FusionBuffer(int32_t set, size_t bytes) {
+    (void)set;
+    (void)bytes;
+    return nullptr;
+  }
+
+  // Called once, on the background thread, when a transport failure ended the loop: drops
+  // every connection and raises every abort flag at once, so that peers blocked on this rank
+  // fail now instead of at their timeout and the failure reaches every survivor. Nothing is
+  // called on the controller afterwards but its destructor.
+  virtual void Abort() {}
+};
+
+// Connects the controller chosen by config.controller. Blocks until every rank has joined or
+// the configured timeout passes.
+Status CreateController(const Config& config, std::unique_ptr<Controller>* controller);
+
+// Implementations (each in its own file).
+std::unique_ptr<Controller> CreateLocalController();
+Status CreateMpiController(const Config& config, std::unique_ptr<Controller>* controller);
+Status CreateGlooController(const Config& config, std::unique_ptr<Controller>* controller);
+// Wraps a connected controller so that ranks of one host use shared memory (controller_shm.cc);
+// blocks until every rank has set up its host's segment.
+Status AddSharedMemory(const Config& config, std::unique_ptr<Controller>* controller);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SRC_CONTROLLER_H_
