@@ -1,6 +1,6 @@
 // Multi-process check of the device path through the C ABI, on machines without a GPU:
 // run with TUTTI_DEVICE_RUNTIME=host, where host memory stands in for CUDA memory and the
-// staged path (device -> pinned host -> controller -> device) runs for real over MPI or Gloo.
+// staged path (device -> pinned host -> transport -> device) runs for real over MPI or Gloo.
 //   device_worker NP [staged|bad-config|no-cudart]
 // staged: fused allreduces of every dtype and op on "CUDA" tensors submitted together with CPU
 //   tensors (mixed in one job, never fused together); the device type negotiated (a rank

@@ -222,7 +222,7 @@ int tutti_cross_size(void) {
 const char* tutti_controller(void) {
   Status status;
   std::shared_ptr<Context> context = GetContext(&status);
-  return context ? context->controller_name() : "";
+  return context ? context->transport_name() : "";
 }
 
 int64_t tutti_background_thread_id(void) {

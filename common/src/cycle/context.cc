@@ -58,10 +58,10 @@ int64_t TensorBytes(const PendingOp& op) {
 }  // namespace
 
 Status Context::Create(const Config& config, std::unique_ptr<Context>* context) {
-  std::unique_ptr<Controller> controller;
-  Status s = CreateController(config, &controller);
+  std::unique_ptr<Transport> transport;
+  Status s = CreateTransport(config, &transport);
   if (!s.ok()) return s;
-  std::unique_ptr<Context> created(new Context(config, std::move(controller)));
+  std::unique_ptr<Context> created(new Context(config, std::move(transport)));
   if (!config.timeline_path.empty()) {
     s = created->StartTimeline(config.timeline_path);
     if (!s.ok()) return s;
@@ -88,15 +88,15 @@ Status Context::Create(const Config& config, std::unique_ptr<Context>* context) 
   return Status::OK();
 }
 
-Context::Context(const Config& config, std::unique_ptr<Controller> controller)
+Context::Context(const Config& config, std::unique_ptr<Transport> transport)
     : config_(config),
-      controller_(std::move(controller)),
-      topology_(controller_->topology()),
-      controller_name_(controller_->name()),
+      transport_(std::move(transport)),
+      topology_(transport_->topology()),
+      transport_name_(transport_->name()),
       timeline_(topology_.rank),
       process_sets_(topology_.size),
       coordinator_(topology_.size, &process_sets_),
-      executor_(controller_.get(), &process_sets_, topology_.rank, &counters_, &timeline_),
+      executor_(transport_.get(), &process_sets_, topology_.rank, &counters_, &timeline_),
       cache_(config.cache_capacity),
       cache_enabled_(config.cache_capacity > 0),
       cycle_time_ms_(config.cycle_time_ms),
@@ -130,7 +130,7 @@ void Context::Shutdown() {
     op.Complete(Status::Aborted(kShutDownMessage));
   }
   timeline_.Stop();
-  controller_.reset();
+  transport_.reset();
 }
 
 Status Context::Enqueue(PendingOp op) {
@@ -194,7 +194,7 @@ void Context::Loop() {
   }
   // After a transport failure, tell every peer now (closed connections, shared abort word):
   // a survivor must get an error promptly, not wait out its timeout.
-  if (!transport_failure_.ok()) controller_->Abort();
+  if (!transport_failure_.ok()) transport_->Abort();
   for (const PendingOp& op : queue_.Close(reason)) Complete(op, reason);
   timeline_.Flush(true);
 }
@@ -289,7 +289,7 @@ Status Context::Negotiate(ResponseList* responses) {
     mine.shutdown = stop_requested_;
   }
   std::vector<std::string> gathered;
-  Status s = controller_->GatherToRoot(SerializeRequestList(mine), &gathered);
+  Status s = transport_->GatherToRoot(SerializeRequestList(mine), &gathered);
   std::string response_bytes;
   if (s.ok() && topology_.rank == 0) {
     ResponseList answer;
@@ -305,7 +305,7 @@ Status Context::Negotiate(ResponseList* responses) {
     Announce(&answer);
     response_bytes = SerializeResponseList(answer);
   }
-  if (s.ok()) s = controller_->BroadcastFromRoot(&response_bytes);
+  if (s.ok()) s = transport_->BroadcastFromRoot(&response_bytes);
   if (s.ok()) s = ParseResponseList(response_bytes, responses);
   return s;
 }
@@ -362,7 +362,7 @@ bool Context::RunCycle(Status* reason) {
   ClassifyNew(&invalidate);
   const CycleFlags mine = MyFlags(std::move(invalidate));
   std::vector<uint64_t> words = EncodeFlags(mine, cache_.capacity());
-  Status s = controller_->AgreeFlags(&words);
+  Status s = transport_->AgreeFlags(&words);
   ResponseList negotiated;
   std::vector<Response> cached;
   std::vector<int> cached_slots;
@@ -378,7 +378,7 @@ bool Context::RunCycle(Status* reason) {
     }
   }
   if (!s.ok()) {
-    *reason = Status::Aborted("tutti's " + std::string(controller_name_) +
+    *reason = Status::Aborted("tutti's " + std::string(transport_name_) +
                               " transport failed during negotiation: " + s.message());
     transport_failure_ = *reason;
     return false;
@@ -422,7 +422,7 @@ bool Context::RunCycle(Status* reason) {
   }
   timeline_.Flush();
   if (!transport_failure_.ok()) {
-    *reason = Status::Aborted("tutti's " + std::string(controller_name_) +
+    *reason = Status::Aborted("tutti's " + std::string(transport_name_) +
                               " transport failed: " + transport_failure_.message());
     return false;
   }

@@ -1,4 +1,4 @@
-// The core's state between init and shutdown: the controller, the request queue and the
+// The core's state between init and shutdown: the transport, the request queue and the
 // background thread that negotiates and executes requests.
 //
 // Each cycle opens with one bitwise AND across ranks (cycle_flags.h): it says which response
@@ -21,7 +21,7 @@
 #include "tuning/autotune.h"
 #include "execution/collective_execution.h"
 #include "base/config.h"
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "base/counters.h"
 #include "negotiation/cycle_flags.h"
 #include "negotiation/negotiation.h"
@@ -37,7 +37,7 @@ class Context {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Connects the configured controller (blocking until all ranks joined) and starts the
+  // Connects the configured transport (blocking until all ranks joined) and starts the
   // background thread.
   static Status Create(const Config& config, std::unique_ptr<Context>* context);
 
@@ -64,9 +64,9 @@ class Context {
   const Counters& counters() const { return counters_; }
 
   // Copies taken at creation: valid from any thread, even while Shutdown() releases the
-  // controller.
+  // transport.
   const Topology& topology() const { return topology_; }
-  const char* controller_name() const { return controller_name_; }
+  const char* transport_name() const { return transport_name_; }
   int64_t background_thread_id() const { return thread_id_.load(); }
 
  private:
@@ -84,7 +84,7 @@ class Context {
     int cache_slot = -1;  // >= 0: it ran from the cache
   };
 
-  Context(const Config& config, std::unique_ptr<Controller> controller);
+  Context(const Config& config, std::unique_ptr<Transport> transport);
 
   void Loop();
   // Waits until the next cycle should start.
@@ -115,9 +115,9 @@ class Context {
   Status ChangeProcessSets(Collective collective, std::vector<int64_t> argument, int32_t* id);
 
   const Config config_;
-  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<Transport> transport_;
   const Topology topology_;
-  const char* const controller_name_;  // a string literal
+  const char* const transport_name_;  // a string literal
   Counters counters_;
   Timeline timeline_;
   RequestQueue queue_;
@@ -151,7 +151,7 @@ class Context {
   bool last_cycle_worked_ = false;
   bool stop_requested_ = false;    // guarded by wake_mutex_
   // A collective failed in the transport (a peer died or stopped answering): this generation
-  // of the job is over; the loop ends after the cycle and aborts the controller.
+  // of the job is over; the loop ends after the cycle and aborts the transport.
   Status transport_failure_;
 
   std::mutex shutdown_mutex_;

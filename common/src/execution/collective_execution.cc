@@ -26,7 +26,7 @@ std::vector<int64_t> Times(const std::vector<int64_t>& rows, int64_t factor) {
 
 Status CollectiveExecutor::Device(gpu::DeviceExecutor** device) {
   if (!device_) {
-    Status s = gpu::DeviceExecutor::Create(controller_, sets_, rank_, &device_);
+    Status s = gpu::DeviceExecutor::Create(transport_, sets_, rank_, &device_);
     if (!s.ok()) return s;
   }
   *device = device_.get();
@@ -61,7 +61,7 @@ Status CollectiveExecutor::ExecuteOnHost(const Response& response, const Pending
     case Collective::kBroadcast: s = Broadcast(response, op); break;
     case Collective::kAlltoall: s = Alltoall(response, op, set_size, set_rank); break;
     case Collective::kReducescatter: s = Reducescatter(response, op, set_size, set_rank); break;
-    case Collective::kBarrier: s = controller_->Barrier(response.process_set); break;
+    case Collective::kBarrier: s = transport_->Barrier(response.process_set); break;
     case Collective::kJoin:
       if (op.result != nullptr) *op.result = response.join_result;
       break;
@@ -82,7 +82,7 @@ Status CollectiveExecutor::ExecuteJoined(const Response& response) {
     // A zero vector leaves its partner unchanged, so the joined rank adds nothing.
     return Adasum(response.process_set, zeros, response.dtype, response.counts);
   }
-  return controller_->Allreduce(response.process_set, zeros, total, response.dtype,
+  return transport_->Allreduce(response.process_set, zeros, total, response.dtype,
                                 WireOp(response.reduce_op));
 }
 
@@ -121,7 +121,7 @@ Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
   char* buffer = static_cast<char*>(tensors[0]->output);
   if (fused) {
     // The transport's own memory when it offers some (shared memory reduces it in place).
-    buffer = static_cast<char*>(controller_->FusionBuffer(set, total_bytes));
+    buffer = static_cast<char*>(transport_->FusionBuffer(set, total_bytes));
     if (buffer == nullptr) buffer = FusionBuffer(total_bytes);
   }
   auto start = Clock::now();
@@ -140,7 +140,7 @@ Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
     for (const TensorView* t : tensors) counts.push_back(ElementCount(t->shape));
     s = Adasum(set, buffer, meta.dtype, counts);
   } else {
-    s = controller_->Allreduce(set, buffer, total, meta.dtype, WireOp(meta.reduce_op));
+    s = transport_->Allreduce(set, buffer, total, meta.dtype, WireOp(meta.reduce_op));
   }
   Trace(ops, "allreduce", start,
         "\"tensors\": " + std::to_string(tensors.size()) + ", \"bytes\": " +
@@ -179,7 +179,7 @@ Status CollectiveExecutor::Allgather(const Response& response, const PendingOp& 
     void* output;
     Status s = Allocate(op, static_cast<int>(i), shape, ElementCount(shape) * element, &output);
     if (s.ok()) {
-      s = controller_->Allgatherv(response.process_set, t.input, output, Times(rows, row),
+      s = transport_->Allgatherv(response.process_set, t.input, output, Times(rows, row),
                                   element);
     }
     if (!s.ok()) return s;
@@ -191,7 +191,7 @@ Status CollectiveExecutor::Broadcast(const Response& response, const PendingOp& 
   const TensorView& t = op.tensors[0];
   const int64_t bytes = ElementCount(t.shape) * DtypeSize(op.meta.dtype);
   if (t.output != t.input && bytes > 0) std::memmove(t.output, t.input, bytes);
-  return controller_->Broadcast(response.process_set, t.output, bytes, op.meta.root_rank);
+  return transport_->Broadcast(response.process_set, t.output, bytes, op.meta.root_rank);
 }
 
 Status CollectiveExecutor::Alltoall(const Response& response, const PendingOp& op, int set_size,
@@ -208,7 +208,7 @@ Status CollectiveExecutor::Alltoall(const Response& response, const PendingOp& o
   void* output;
   Status s = Allocate(op, 0, shape, ElementCount(shape) * element, &output);
   if (s.ok()) {
-    s = controller_->Alltoallv(response.process_set, t.input, Times(sent, row), output,
+    s = transport_->Alltoallv(response.process_set, t.input, Times(sent, row), output,
                                Times(received, row), element);
   }
   if (s.ok() && op.received_splits != nullptr) {
@@ -236,7 +236,7 @@ Status CollectiveExecutor::Reducescatter(const Response& response, const Pending
     char* work = Scratch(count * element);
     if (count > 0) std::memcpy(work, t.input, count * element);
     ScaleInPlace(meta.dtype, work, count, meta.prescale);
-    s = controller_->ReduceScatter(response.process_set, set_rank, work,
+    s = transport_->ReduceScatter(response.process_set, set_rank, work,
                                    Times(rows, RowElements(t.shape)), output, meta.dtype,
                                    WireOp(meta.reduce_op));
     if (!s.ok()) return s;
@@ -248,7 +248,7 @@ Status CollectiveExecutor::Reducescatter(const Response& response, const Pending
 Status CollectiveExecutor::AddProcessSet(const PendingOp& op) {
   std::vector<int32_t> ranks(op.meta.shapes[0].begin(), op.meta.shapes[0].end());
   const int32_t id = sets_->Add(ranks);
-  Status s = controller_->AddProcessSet(id, ranks);
+  Status s = transport_->AddProcessSet(id, ranks);
   if (!s.ok()) {
     sets_->Remove(id);
     return s;
@@ -262,7 +262,7 @@ Status CollectiveExecutor::RemoveProcessSet(const PendingOp& op) {
   if (!sets_->Remove(id)) {
     return Status::InvalidArgument("process set " + std::to_string(id) + " is unknown");
   }
-  controller_->RemoveProcessSet(id);
+  transport_->RemoveProcessSet(id);
   if (device_) device_->ForgetProcessSet(id);
   return Status::OK();
 }
@@ -287,7 +287,7 @@ Status CollectiveExecutor::Adasum(int32_t set, void* buffer, tutti_dtype dtype,
   if (adasum_scratch_.size() < bytes) adasum_scratch_.resize(bytes);
   auto exchange = [&](int peer, const void* send, int64_t send_bytes, void* recv,
                       int64_t recv_bytes) {
-    return controller_->SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
+    return transport_->SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
   };
   return adasum::Allreduce(sets_->RankIn(set, rank_), set_size, dtype, buffer, counts,
                            adasum_scratch_.data(), exchange);

@@ -1,12 +1,12 @@
 // Runs negotiated requests on this rank: the copies, scaling, output allocation and the
-// controller's data-plane calls for each collective. Called only from the background thread.
+// transport's data-plane calls for each collective. Called only from the background thread.
 #ifndef TUTTI_SRC_COLLECTIVE_EXECUTION_H_
 #define TUTTI_SRC_COLLECTIVE_EXECUTION_H_
 
 #include <memory>
 #include <vector>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "gpu/device_executor.h"
 #include "base/counters.h"
 #include "requests/process_sets.h"
@@ -19,9 +19,9 @@ namespace tutti {
 
 class CollectiveExecutor {
  public:
-  CollectiveExecutor(Controller* controller, ProcessSetRegistry* sets, int rank,
+  CollectiveExecutor(Transport* transport, ProcessSetRegistry* sets, int rank,
                      Counters* counters, Timeline* timeline)
-      : controller_(controller),
+      : transport_(transport),
         sets_(sets),
         rank_(rank),
         counters_(counters),
@@ -64,7 +64,7 @@ class CollectiveExecutor {
   void Trace(const std::vector<const PendingOp*>& ops, const char* what,
              Timeline::Clock::time_point start, const std::string& args = "");
 
-  Controller* controller_;
+  Transport* transport_;
   ProcessSetRegistry* sets_;
   const int rank_;
   Counters* counters_;

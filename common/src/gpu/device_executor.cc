@@ -6,7 +6,7 @@
 namespace tutti {
 namespace gpu {
 
-Status DeviceExecutor::Create(Controller* controller, ProcessSetRegistry* sets, int rank,
+Status DeviceExecutor::Create(Transport* transport, ProcessSetRegistry* sets, int rank,
                               std::unique_ptr<DeviceExecutor>* executor) {
   GpuConfig config;
   Status s = ParseGpuConfig(ProcessEnv(), &config);
@@ -19,16 +19,16 @@ Status DeviceExecutor::Create(Controller* controller, ProcessSetRegistry* sets, 
     nccl = Nccl(nullptr);  // absent: staged, as documented
   }
   executor->reset(
-      new DeviceExecutor(controller, sets, rank, config, std::move(runtime), nccl));
+      new DeviceExecutor(transport, sets, rank, config, std::move(runtime), nccl));
   return Status::OK();
 }
 
-DeviceExecutor::DeviceExecutor(Controller* controller, ProcessSetRegistry* sets, int rank,
+DeviceExecutor::DeviceExecutor(Transport* transport, ProcessSetRegistry* sets, int rank,
                                const GpuConfig& config, std::unique_ptr<DeviceRuntime> runtime,
                                const NcclApi* nccl)
     : runtime_(std::move(runtime)), staged_(runtime_.get()) {
   if (nccl != nullptr) {
-    nccl_.reset(new NcclOperations(nccl, runtime_.get(), controller, sets, rank, config));
+    nccl_.reset(new NcclOperations(nccl, runtime_.get(), transport, sets, rank, config));
   }
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "gpu/device_runtime.h"
 #include "gpu/gpu_config.h"
 #include "gpu/nccl_operations.h"
@@ -25,10 +25,10 @@ namespace gpu {
 class DeviceExecutor {
  public:
   // From the environment: TUTTI_DEVICE_RUNTIME, TUTTI_GPU_OPERATIONS, TUTTI_NUM_NCCL_STREAMS.
-  static Status Create(Controller* controller, ProcessSetRegistry* sets, int rank,
+  static Status Create(Transport* transport, ProcessSetRegistry* sets, int rank,
                        std::unique_ptr<DeviceExecutor>* executor);
   // nccl may be null (no NCCL: everything is staged).
-  DeviceExecutor(Controller* controller, ProcessSetRegistry* sets, int rank,
+  DeviceExecutor(Transport* transport, ProcessSetRegistry* sets, int rank,
                  const GpuConfig& config, std::unique_ptr<DeviceRuntime> runtime,
                  const NcclApi* nccl);
 

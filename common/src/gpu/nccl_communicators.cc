@@ -5,7 +5,7 @@
 namespace tutti {
 namespace gpu {
 
-Status ExchangeUniqueId(Controller* controller, int32_t set, int set_rank,
+Status ExchangeUniqueId(Transport* transport, int32_t set, int set_rank,
                         const std::function<Status(NcclUniqueId*)>& make_id, NcclUniqueId* id) {
   NcclUniqueId local{};
   if (set_rank == 0) {
@@ -13,11 +13,11 @@ Status ExchangeUniqueId(Controller* controller, int32_t set, int set_rank,
     // A failure on rank 0 still goes through the broadcast, as an all-zero id, so that the
     // other members fail with it instead of waiting for an id that never comes.
     if (!s.ok()) local = NcclUniqueId{};
-    Status b = controller->Broadcast(set, &local, sizeof local, 0);
+    Status b = transport->Broadcast(set, &local, sizeof local, 0);
     if (!s.ok()) return s;
     if (!b.ok()) return b;
   } else {
-    Status b = controller->Broadcast(set, &local, sizeof local, 0);
+    Status b = transport->Broadcast(set, &local, sizeof local, 0);
     if (!b.ok()) return b;
     bool zero = true;
     for (char c : local.internal) zero = zero && c == 0;
@@ -48,7 +48,7 @@ Status NcclCommunicators::Get(int32_t set, int set_rank, int set_size, int devic
   }
   NcclUniqueId id;
   Status s = ExchangeUniqueId(
-      controller_, set, set_rank,
+      transport_, set, set_rank,
       [this](NcclUniqueId* made) { return Check(nccl_->GetUniqueId(made), "ncclGetUniqueId"); },
       &id);
   if (s.ok()) s = runtime_->SetDevice(device);

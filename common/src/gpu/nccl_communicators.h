@@ -1,5 +1,5 @@
 // NCCL communicators, created lazily per (process set, device, stream), with the unique id
-// sent from the set's rank 0 to its other members through the controller (MPI or Gloo) that
+// sent from the set's rank 0 to its other members through the transport (MPI or Gloo) that
 // negotiation already uses. Every member creates a communicator at the same point of the
 // agreed execution order, so the collective creation cannot deadlock.
 #ifndef TUTTI_SRC_GPU_NCCL_COMMUNICATORS_H_
@@ -9,7 +9,7 @@
 #include <map>
 #include <tuple>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "gpu/cuda_decls.h"
 #include "gpu/device_runtime.h"
 #include "gpu/gpu_libraries.h"
@@ -20,13 +20,13 @@ namespace gpu {
 
 // The set's rank 0 makes an id with make_id; every member of `set` leaves with rank 0's id.
 // Collective over the set's members.
-Status ExchangeUniqueId(Controller* controller, int32_t set, int set_rank,
+Status ExchangeUniqueId(Transport* transport, int32_t set, int set_rank,
                         const std::function<Status(NcclUniqueId*)>& make_id, NcclUniqueId* id);
 
 class NcclCommunicators {
  public:
-  NcclCommunicators(const NcclApi* nccl, Controller* controller, DeviceRuntime* runtime)
-      : nccl_(nccl), controller_(controller), runtime_(runtime) {}
+  NcclCommunicators(const NcclApi* nccl, Transport* transport, DeviceRuntime* runtime)
+      : nccl_(nccl), transport_(transport), runtime_(runtime) {}
   ~NcclCommunicators();
   NcclCommunicators(const NcclCommunicators&) = delete;
   NcclCommunicators& operator=(const NcclCommunicators&) = delete;
@@ -39,7 +39,7 @@ class NcclCommunicators {
  private:
   Status Check(ncclResult result, const char* what) const;
   const NcclApi* nccl_;
-  Controller* controller_;
+  Transport* transport_;
   DeviceRuntime* runtime_;
   std::map<std::tuple<int32_t, int, int>, ncclComm> comms_;
 };

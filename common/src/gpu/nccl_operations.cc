@@ -30,14 +30,14 @@ bool AllEqual(const std::vector<int64_t>& values) {
 }  // namespace
 
 NcclOperations::NcclOperations(const NcclApi* nccl, DeviceRuntime* runtime,
-                               Controller* controller, ProcessSetRegistry* sets, int rank,
+                               Transport* transport, ProcessSetRegistry* sets, int rank,
                                const GpuConfig& config)
     : nccl_(nccl),
       runtime_(runtime),
       sets_(sets),
       rank_(rank),
       config_(config),
-      comms_(nccl, controller, runtime) {}
+      comms_(nccl, transport, runtime) {}
 
 NcclOperations::~NcclOperations() {
   for (auto& entry : fusion_) runtime_->FreeDevice(entry.second.data);

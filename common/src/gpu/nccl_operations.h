@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "gpu/device_runtime.h"
 #include "gpu/gpu_config.h"
 #include "gpu/nccl_communicators.h"
@@ -22,7 +22,7 @@ namespace gpu {
 
 class NcclOperations {
  public:
-  NcclOperations(const NcclApi* nccl, DeviceRuntime* runtime, Controller* controller,
+  NcclOperations(const NcclApi* nccl, DeviceRuntime* runtime, Transport* transport,
                  ProcessSetRegistry* sets, int rank, const GpuConfig& config);
   ~NcclOperations();
   NcclOperations(const NcclOperations&) = delete;

@@ -1,5 +1,5 @@
 // tutti::shm::Group: collectives among processes of one host through one POSIX shared-memory
-// segment. It offers the data-plane methods of Controller (controller.h) for the members of
+// segment. It offers the data-plane methods of Transport (transport.h) for the members of
 // one process set that share a host; the design is described at the top of group.cc.
 //
 // Usage: every member calls Group::Create with the same name, size and options, its rank
@@ -75,7 +75,7 @@ class Group {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  // ---- collectives; arguments as in Controller (controller.h), ranks within the group ----
+  // ---- collectives; arguments as in Transport (transport.h), ranks within the group ----
 
   // In place. op is SUM, MIN, MAX or PRODUCT, reduced in rank order with the core's kernels,
   // so every rank gets bit-identical results.

@@ -42,11 +42,11 @@ std::string Hex(const void* p) {
 class StagedOrder : public ::testing::Test {
  protected:
   StagedOrder()
-      : controller_(CreateLocalController()),
+      : transport_(CreateLocalTransport()),
         sets_(1),
-        executor_(controller_.get(), &sets_, 0, GpuConfig(),
+        executor_(transport_.get(), &sets_, 0, GpuConfig(),
                   std::unique_ptr<DeviceRuntime>(runtime_ = new HostRuntime()), nullptr) {}
-  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<Transport> transport_;
   ProcessSetRegistry sets_;
   HostRuntime* runtime_;
   DeviceExecutor executor_;
@@ -157,10 +157,10 @@ TEST_F(StagedOrder, AHostFailureRecordsNothing) {
 TEST(NcclEnabled, DecidedFromNegotiatedFacts) {
   NcclApi api;  // never called by Enabled
   HostRuntime runtime;
-  std::unique_ptr<Controller> controller = CreateLocalController();
+  std::unique_ptr<Transport> transport = CreateLocalTransport();
   ProcessSetRegistry sets(1);
   GpuConfig config;
-  NcclOperations nccl(&api, &runtime, controller.get(), &sets, 0, config);
+  NcclOperations nccl(&api, &runtime, transport.get(), &sets, 0, config);
   std::vector<float> data = {1};
   PendingOp op = DeviceOp("x", Collective::kAllreduce, &data, nullptr, nullptr);
   Response r;
@@ -188,7 +188,7 @@ TEST(NcclEnabled, DecidedFromNegotiatedFacts) {
   EXPECT_FALSE(nccl.Enabled(r, op, &why));
 
   config.operations = GpuOperations::kStaged;
-  NcclOperations staged_only(&api, &runtime, controller.get(), &sets, 0, config);
+  NcclOperations staged_only(&api, &runtime, transport.get(), &sets, 0, config);
   r.collective = Collective::kBroadcast;
   EXPECT_FALSE(staged_only.Enabled(r, op, &why));
   EXPECT_EQ(why, "TUTTI_GPU_OPERATIONS asks for the staged path");

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/config.h"
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "gpu/gpu_libraries.h"
 #include "gpu/nccl_communicators.h"
 
@@ -32,14 +32,14 @@ int main(int argc, char** argv) {
   const int expected = argc > 1 ? std::atoi(argv[1]) : 0;
   Config config;
   Status s = ParseConfig(ProcessEnv(), &config);
-  std::unique_ptr<Controller> controller;
-  if (s.ok()) s = CreateController(config, &controller);
+  std::unique_ptr<Transport> transport;
+  if (s.ok()) s = CreateTransport(config, &transport);
   if (!s.ok()) {
-    std::fprintf(stderr, "controller: %s\n", s.message().c_str());
+    std::fprintf(stderr, "transport: %s\n", s.message().c_str());
     return 1;
   }
-  const int rank = controller->topology().rank;
-  const int size = controller->topology().size;
+  const int rank = transport->topology().rank;
+  const int size = transport->topology().size;
   if (expected > 0) CHECK(size == expected, "size %d", size);
 
   std::string nccl_error;
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   if (nccl == nullptr) return 1;
   NcclUniqueId id{};
   s = ExchangeUniqueId(
-      controller.get(), TUTTI_GLOBAL_PROCESS_SET, rank,
+      transport.get(), TUTTI_GLOBAL_PROCESS_SET, rank,
       [nccl](NcclUniqueId* made) {
         return nccl->GetUniqueId(made) == kNcclSuccess ? Status::OK()
                                                         : Status::Internal("ncclGetUniqueId");
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   CHECK(s.ok(), "exchange: %s", s.message().c_str());
   // Everyone sends its id to rank 0, which compares them.
   std::vector<std::string> all;
-  s = controller->GatherToRoot(std::string(id.internal, sizeof id.internal), &all);
+  s = transport->GatherToRoot(std::string(id.internal, sizeof id.internal), &all);
   CHECK(s.ok(), "gather: %s", s.message().c_str());
   std::string verdict = "ok";
   if (rank == 0) {
@@ -70,12 +70,12 @@ int main(int argc, char** argv) {
       if (all[r] != all[0]) verdict = "rank " + std::to_string(r) + " has another id";
     }
   }
-  s = controller->BroadcastFromRoot(&verdict);
+  s = transport->BroadcastFromRoot(&verdict);
   CHECK(s.ok() && verdict == "ok", "ids: %s", verdict.c_str());
 
   // Rank 0 cannot make an id: nobody waits forever.
   s = ExchangeUniqueId(
-      controller.get(), TUTTI_GLOBAL_PROCESS_SET, rank,
+      transport.get(), TUTTI_GLOBAL_PROCESS_SET, rank,
       [](NcclUniqueId*) { return Status::Internal("ncclGetUniqueId failed: no network"); }, &id);
   if (rank == 0) {
     CHECK(s.message() == "ncclGetUniqueId failed: no network", "rank 0: %s", s.message().c_str());
@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
     CHECK(s.message() == "the process set's rank 0 could not create an NCCL unique id",
           "rank %d: %s", rank, s.message().c_str());
   }
-  std::printf("rank %d (%s, NCCL %d from %s): %s\n", rank, controller->name(), nccl->version,
+  std::printf("rank %d (%s, NCCL %d from %s): %s\n", rank, transport->name(), nccl->version,
               nccl->path.c_str(), failures ? "FAILED" : "all checks passed");
-  controller.reset();
+  transport.reset();
   return failures ? 1 : 0;
 }

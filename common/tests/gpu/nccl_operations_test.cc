@@ -128,16 +128,16 @@ PendingOp Op(tutti_dtype dtype, std::vector<std::vector<int64_t>> shapes, std::v
 
 class NcclCalls : public ::testing::Test {
  protected:
-  NcclCalls() : controller_(CreateLocalController()), sets_(3), api_(RecordingNccl()) {
+  NcclCalls() : transport_(CreateLocalTransport()), sets_(3), api_(RecordingNccl()) {
     calls.clear();
     comms_created = 0;
   }
   NcclOperations Make(int streams = 1) {
     GpuConfig config;
     config.num_nccl_streams = streams;
-    return NcclOperations(&api_, &runtime_, controller_.get(), &sets_, 0, config);
+    return NcclOperations(&api_, &runtime_, transport_.get(), &sets_, 0, config);
   }
-  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<Transport> transport_;
   ProcessSetRegistry sets_;  // ranks 0-2; this process is rank 0
   HostRuntime runtime_;
   NcclApi api_;

@@ -1,4 +1,4 @@
-#include "transport/controller.h"
+#include "transport/transport.h"
 
 #include <cstring>
 
@@ -6,24 +6,24 @@
 
 namespace tutti {
 
-Status CreateController(const Config& config, std::unique_ptr<Controller>* controller) {
+Status CreateTransport(const Config& config, std::unique_ptr<Transport>* transport) {
   Status s;
   switch (config.controller) {
     case ControllerKind::kLocal:
-      *controller = CreateLocalController();
+      *transport = CreateLocalTransport();
       return Status::OK();
     case ControllerKind::kMpi:
-      s = CreateMpiController(config, controller);
+      s = CreateMpiTransport(config, transport);
       break;
     case ControllerKind::kGloo:
-      s = CreateGlooController(config, controller);
+      s = CreateGlooTransport(config, transport);
       break;
   }
   if (!s.ok()) return s;
-  return AddSharedMemory(config, controller);
+  return AddSharedMemory(config, transport);
 }
 
-Status Controller::ReduceScatter(int32_t set, int set_rank, void* buffer,
+Status Transport::ReduceScatter(int32_t set, int set_rank, void* buffer,
                                  const std::vector<int64_t>& counts, void* output,
                                  tutti_dtype dtype, tutti_reduce_op op) {
   int64_t total = 0, offset = 0;
@@ -40,7 +40,7 @@ Status Controller::ReduceScatter(int32_t set, int set_rank, void* buffer,
   return Status::OK();
 }
 
-Status Controller::SendRecv(int32_t set, int set_size, int peer, const void* send,
+Status Transport::SendRecv(int32_t set, int set_size, int peer, const void* send,
                             int64_t send_bytes, void* recv, int64_t recv_bytes) {
   std::vector<int64_t> send_counts(set_size, 0), recv_counts(set_size, 0);
   send_counts[peer] = send_bytes;

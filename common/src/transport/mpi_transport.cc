@@ -1,4 +1,4 @@
-// MPI controller: a private duplicate of MPI_COMM_WORLD, local/cross communicators from the
+// MPI transport: a private duplicate of MPI_COMM_WORLD, local/cross communicators from the
 // shared-memory split, negotiation with nonblocking collectives polled by a waiter that sleeps
 // (Open MPI's blocking calls spin a core while waiting for idle peers), and MPI_Allreduce for
 // data (user-defined ops where MPI has no matching built-in).
@@ -14,7 +14,7 @@
 #include <thread>
 #include <utility>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "base/dtype.h"
 #include "base/log.h"
 #include "transport/mpi_datatypes.h"
@@ -29,11 +29,11 @@ Status MpiCall(int rc, const char* what) {
   return Status::Internal(std::string(what) + " failed: " + MpiErrorString(rc));
 }
 
-class MpiController : public Controller {
+class MpiTransport : public Transport {
  public:
-  explicit MpiController(double timeout_seconds) : timeout_seconds_(timeout_seconds) {}
+  explicit MpiTransport(double timeout_seconds) : timeout_seconds_(timeout_seconds) {}
 
-  ~MpiController() override {
+  ~MpiTransport() override {
     if (Finalized()) return;  // the application finalized MPI; its objects are gone
     for (auto& item : user_ops_) MPI_Op_free(&item.second);
     for (auto& item : sets_) MPI_Comm_free(&item.second);
@@ -334,14 +334,14 @@ class MpiController : public Controller {
 
 }  // namespace
 
-Status CreateMpiController(const Config& config, std::unique_ptr<Controller>* controller) {
+Status CreateMpiTransport(const Config& config, std::unique_ptr<Transport>* transport) {
   std::string warning;
   Status s = EnsureMpiInitialized(&warning);
   if (!s.ok()) return s;
   if (!warning.empty()) LogWarning(warning);
-  std::unique_ptr<MpiController> mpi(new MpiController(config.timeout_seconds));
+  std::unique_ptr<MpiTransport> mpi(new MpiTransport(config.timeout_seconds));
   if (!(s = mpi->Connect()).ok()) return s;
-  *controller = std::move(mpi);
+  *transport = std::move(mpi);
   return Status::OK();
 }
 

@@ -1,10 +1,13 @@
-// A Controller is the transport a context runs on: the process topology, the two
-// primitives negotiation needs, and the data-plane collectives. Implementations: local (one
-// process, no transport), MPI and Gloo; CreateController picks one from the configuration.
+// A Transport is what the core's cycle runs on: the process topology, the three exchanges
+// negotiation needs, and the data-plane collectives. Implementations: local (one process,
+// nothing to exchange), MPI and Gloo, with shared memory layered over either;
+// CreateTransport picks one from the configuration. (Horovod's "controller" is the
+// negotiation role: here that is negotiation/'s Coordinator. The TUTTI_CONTROLLER setting and
+// tutti_controller() keep Horovod's name for the choice of transport.)
 //
 // Every method except the topology getters is called only from the core's background thread.
-#ifndef TUTTI_SRC_CONTROLLER_H_
-#define TUTTI_SRC_CONTROLLER_H_
+#ifndef TUTTI_SRC_TRANSPORT_TRANSPORT_H_
+#define TUTTI_SRC_TRANSPORT_TRANSPORT_H_
 
 #include <cstdint>
 #include <memory>
@@ -26,9 +29,9 @@ struct Topology {
   int cross_size = 1;
 };
 
-class Controller {
+class Transport {
  public:
-  virtual ~Controller() = default;
+  virtual ~Transport() = default;
 
   virtual const char* name() const = 0;
   virtual const Topology& topology() const = 0;
@@ -87,22 +90,22 @@ class Controller {
   // Called once, on the background thread, when a transport failure ended the loop: drops
   // every connection and raises every abort flag at once, so that peers blocked on this rank
   // fail now instead of at their timeout and the failure reaches every survivor. Nothing is
-  // called on the controller afterwards but its destructor.
+  // called on the transport afterwards but its destructor.
   virtual void Abort() {}
 };
 
-// Connects the controller chosen by config.controller. Blocks until every rank has joined or
+// Connects the transport chosen by config.controller. Blocks until every rank has joined or
 // the configured timeout passes.
-Status CreateController(const Config& config, std::unique_ptr<Controller>* controller);
+Status CreateTransport(const Config& config, std::unique_ptr<Transport>* transport);
 
 // Implementations (each in its own file).
-std::unique_ptr<Controller> CreateLocalController();
-Status CreateMpiController(const Config& config, std::unique_ptr<Controller>* controller);
-Status CreateGlooController(const Config& config, std::unique_ptr<Controller>* controller);
-// Wraps a connected controller so that ranks of one host use shared memory (controller_shm.cc);
+std::unique_ptr<Transport> CreateLocalTransport();
+Status CreateMpiTransport(const Config& config, std::unique_ptr<Transport>* transport);
+Status CreateGlooTransport(const Config& config, std::unique_ptr<Transport>* transport);
+// Wraps a connected transport so that ranks of one host use shared memory (shm_transport.cc);
 // blocks until every rank has set up its host's segment.
-Status AddSharedMemory(const Config& config, std::unique_ptr<Controller>* controller);
+Status AddSharedMemory(const Config& config, std::unique_ptr<Transport>* transport);
 
 }  // namespace tutti
 
-#endif  // TUTTI_SRC_CONTROLLER_H_
+#endif  // TUTTI_SRC_TRANSPORT_TRANSPORT_H_

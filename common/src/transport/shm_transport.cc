@@ -1,15 +1,15 @@
-// The shared-memory layer: a Controller that wraps the job's MPI or Gloo controller and runs
+// The shared-memory layer: a Transport that wraps the job's MPI or Gloo transport and runs
 // each process set's collectives among ranks of one host through a shm::Group (shm/group.h).
 //
 // - A set whose members all share this host runs every collective over shared memory.
 // - A set spanning hosts runs allreduce hierarchically (TUTTI_HIERARCHICAL_ALLREDUCE, on by
 //   default): reduce within each host over shared memory, allreduce across hosts among the
-//   first member of each host (a private set of the wrapped controller), then broadcast
-//   within the host. Other collectives of such a set use the wrapped controller.
-// - Negotiation always uses the wrapped controller.
+//   first member of each host (a private set of the wrapped transport), then broadcast
+//   within the host. Other collectives of such a set use the wrapped transport.
+// - Negotiation always uses the wrapped transport.
 // Hosts are told apart by the topology's cross rank (MPI: the shared-memory split; Gloo:
 // tuttirun's host index). Every member takes part in setting a set up, whether or not its
-// host has company, so the wrapped controller's barriers always match; and the members agree
+// host has company, so the wrapped transport's barriers always match; and the members agree
 // (one allreduce) that every host's group came up before any is used.
 #include <unistd.h>
 
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "base/dtype.h"
 #include "base/log.h"
 #include "shm/group.h"
@@ -28,7 +28,7 @@
 namespace tutti {
 namespace {
 
-// Ids of the wrapped controller's private sets (one rank per host of set `id`): far above
+// Ids of the wrapped transport's private sets (one rank per host of set `id`): far above
 // the ids users get, which count up from 1.
 int32_t LeadersSetId(int32_t id) { return 1000000000 + id; }
 
@@ -39,9 +39,9 @@ struct SetPlan {
   bool leader = false;                // first member of this host
 };
 
-class SharedMemoryController : public Controller {
+class SharedMemoryTransport : public Transport {
  public:
-  SharedMemoryController(const Config& config, std::unique_ptr<Controller> inner)
+  SharedMemoryTransport(const Config& config, std::unique_ptr<Transport> inner)
       : config_(config), inner_(std::move(inner)), topology_(inner_->topology()) {}
 
   // Learns every rank's host and a job token, then sets up the global set.
@@ -158,10 +158,10 @@ class SharedMemoryController : public Controller {
 
   Status SendRecv(int32_t set, int set_size, int peer, const void* send, int64_t send_bytes,
                   void* recv, int64_t recv_bytes) override {
-    // Within one host: the group's alltoall (Controller's default); across hosts: the
+    // Within one host: the group's alltoall (Transport's default); across hosts: the
     // wrapped transport's point-to-point exchange.
     if (Local(set) != nullptr) {
-      return Controller::SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
+      return Transport::SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
     }
     return inner_->SendRecv(set, set_size, peer, send, send_bytes, recv, recv_bytes);
   }
@@ -198,7 +198,7 @@ class SharedMemoryController : public Controller {
                                 ": " + s.message());
   }
 
-  // Collective over every rank of the job (the wrapped controller's set changes are).
+  // Collective over every rank of the job (the wrapped transport's set changes are).
   Status SetUp(int32_t id, const std::vector<int32_t>& ranks) {
     if (config_.shm == SharedMemoryMode::kOff) return Status::OK();
     std::map<int, std::vector<int32_t>> by_host;
@@ -220,7 +220,7 @@ class SharedMemoryController : public Controller {
     const std::vector<int32_t>& local = by_host[hosts_[topology_.rank]];
     auto me = std::find(local.begin(), local.end(), topology_.rank);
     if (me == local.end()) {
-      // Not a member: only the wrapped controller's private set concerned this rank.
+      // Not a member: only the wrapped transport's private set concerned this rank.
       return Status::OK();
     }
     SetPlan plan;
@@ -265,7 +265,7 @@ class SharedMemoryController : public Controller {
   }
 
   const Config config_;
-  std::unique_ptr<Controller> inner_;
+  std::unique_ptr<Transport> inner_;
   const Topology topology_;
   std::string token_;       // names this job's segments
   std::vector<int> hosts_;  // host index of every rank
@@ -275,15 +275,15 @@ class SharedMemoryController : public Controller {
 
 }  // namespace
 
-Status AddSharedMemory(const Config& config, std::unique_ptr<Controller>* controller) {
-  if (config.shm == SharedMemoryMode::kOff || (*controller)->topology().size == 1) {
+Status AddSharedMemory(const Config& config, std::unique_ptr<Transport>* transport) {
+  if (config.shm == SharedMemoryMode::kOff || (*transport)->topology().size == 1) {
     return Status::OK();
   }
-  std::unique_ptr<SharedMemoryController> wrapped(
-      new SharedMemoryController(config, std::move(*controller)));
+  std::unique_ptr<SharedMemoryTransport> wrapped(
+      new SharedMemoryTransport(config, std::move(*transport)));
   Status s = wrapped->Start();
   if (!s.ok()) return s;
-  *controller = std::move(wrapped);
+  *transport = std::move(wrapped);
   return Status::OK();
 }
 

@@ -1,13 +1,13 @@
-// The controller of a single process: there is nobody to talk to, so every collective is the
+// The transport of a single process: there is nobody to talk to, so every collective is the
 // identity (or a copy from input to output) and negotiation is a loopback.
 #include <cstring>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 
 namespace tutti {
 namespace {
 
-class LocalController : public Controller {
+class LocalTransport : public Transport {
  public:
   const char* name() const override { return "local"; }
   const Topology& topology() const override { return topology_; }
@@ -46,8 +46,8 @@ class LocalController : public Controller {
 
 }  // namespace
 
-std::unique_ptr<Controller> CreateLocalController() {
-  return std::unique_ptr<Controller>(new LocalController());
+std::unique_ptr<Transport> CreateLocalTransport() {
+  return std::unique_ptr<Transport>(new LocalTransport());
 }
 
 }  // namespace tutti

@@ -1,4 +1,4 @@
-// Gloo controller: a full mesh of TCP pairs set up through tuttirun's rendezvous store.
+// Gloo transport: a full mesh of TCP pairs set up through tuttirun's rendezvous store.
 // Negotiation uses persistent AllgatherRing/BroadcastOneToAll instances; the data plane is in
 // gloo_collectives.cc. A process set gets its own context, a full mesh among its members set
 // up through the same store under "<init>/ps<id>/".
@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "transport/controller.h"
+#include "transport/transport.h"
 #include "base/dtype.h"
 #include "transport/gloo_collectives.h"
 #include "transport/gloo_store.h"
@@ -106,9 +106,9 @@ Status CheckGlooBinding() {
       "TORCH_USE_RTLD_GLOBAL, or use the MPI controller");
 }
 
-class GlooController : public Controller {
+class GlooTransport : public Transport {
  public:
-  explicit GlooController(const Config& config) : config_(config) {
+  explicit GlooTransport(const Config& config) : config_(config) {
     const GlooConfig& g = config.gloo;
     topology_ = {g.rank, g.size, g.local_rank, g.local_size, g.cross_rank, g.cross_size};
   }
@@ -358,7 +358,7 @@ class GlooController : public Controller {
                        const std::vector<int64_t>& counts, void* output, tutti_dtype dtype,
                        tutti_reduce_op op) override {
     auto context = SetContext(set);
-    if (!context) return Controller::ReduceScatter(set, set_rank, buffer, counts, output, dtype, op);
+    if (!context) return Transport::ReduceScatter(set, set_rank, buffer, counts, output, dtype, op);
     return Guard("reducescatter", [&] {
       GlooReduceScatter(context, buffer, counts, output, dtype, op, &reduce_scratch_);
     });
@@ -449,11 +449,11 @@ class GlooController : public Controller {
 
 }  // namespace
 
-Status CreateGlooController(const Config& config, std::unique_ptr<Controller>* controller) {
-  std::unique_ptr<GlooController> gloo(new GlooController(config));
+Status CreateGlooTransport(const Config& config, std::unique_ptr<Transport>* transport) {
+  std::unique_ptr<GlooTransport> gloo(new GlooTransport(config));
   Status s = gloo->Connect();
   if (!s.ok()) return s;
-  *controller = std::move(gloo);
+  *transport = std::move(gloo);
   return Status::OK();
 }
 
