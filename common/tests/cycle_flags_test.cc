@@ -16,13 +16,11 @@ std::vector<uint64_t> And(const std::vector<std::vector<uint64_t>>& ranks) {
 TEST(CycleFlagsTest, AnyRankFactsAreOrsAndReadinessIsAnAnd) {
   const int slots = 130;  // spans three bitmap words
   CycleFlags a, b;
-  a.ready.assign(slots, false);
-  b.ready.assign(slots, false);
-  a.invalidate.assign(slots, false);
-  b.invalidate.assign(slots, false);
-  a.ready[0] = b.ready[0] = true;  // ready everywhere
-  a.ready[129] = true;             // ready on one rank only
-  b.invalidate[64] = true;
+  a.ready = b.ready = a.invalidate = b.invalidate = SlotBits(slots);
+  a.ready.Set(0);  // ready everywhere
+  b.ready.Set(0);
+  a.ready.Set(129);  // ready on one rank only
+  b.invalidate.Set(64);
   a.busy = true;
   b.negotiate = true;
   CycleFlags agreed = DecodeAgreedFlags(And({EncodeFlags(a, slots), EncodeFlags(b, slots)}), slots);
@@ -30,19 +28,22 @@ TEST(CycleFlagsTest, AnyRankFactsAreOrsAndReadinessIsAnAnd) {
   EXPECT_TRUE(agreed.busy);
   EXPECT_FALSE(agreed.shutdown);
   EXPECT_FALSE(agreed.joined);
-  EXPECT_TRUE(agreed.ready[0]);
-  EXPECT_FALSE(agreed.ready[129]);
-  EXPECT_TRUE(agreed.invalidate[64]);
-  int invalidated = 0;
-  for (bool v : agreed.invalidate) invalidated += v;
-  EXPECT_EQ(invalidated, 1);
+  EXPECT_TRUE(agreed.ready.Test(0));
+  EXPECT_FALSE(agreed.ready.Test(129));
+  EXPECT_TRUE(agreed.invalidate.Test(64));
+  EXPECT_EQ(agreed.invalidate.Count(), 1);
+  EXPECT_EQ(agreed.ready.Count(), 1);
+  std::vector<int> listed;
+  agreed.invalidate.ForEach([&](int slot) { listed.push_back(slot); });
+  EXPECT_EQ(listed, std::vector<int>{64});
 }
 
 TEST(CycleFlagsTest, QuietRanksAgreeOnNothing) {
   CycleFlags a;
   CycleFlags agreed = DecodeAgreedFlags(And({EncodeFlags(a, 3), EncodeFlags(a, 3)}), 3);
   EXPECT_FALSE(agreed.negotiate || agreed.busy || agreed.shutdown || agreed.joined);
-  for (int i = 0; i < 3; ++i) EXPECT_FALSE(agreed.ready[i] || agreed.invalidate[i]);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(agreed.ready.Test(i) || agreed.invalidate.Test(i));
+  EXPECT_FALSE(agreed.ready.Any() || agreed.invalidate.Any());
 }
 
 TEST(CycleFlagsTest, WordCountGrowsWithSlots) {

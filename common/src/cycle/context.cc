@@ -199,7 +199,7 @@ void Context::Loop() {
   timeline_.Flush(true);
 }
 
-void Context::ClassifyNew(std::vector<bool>* invalidate) {
+void Context::ClassifyNew(SlotBits* invalidate) {
   for (RequestMeta& meta : queue_.TakeNew()) {
     if (meta.collective == Collective::kJoin) joined_here_ = true;
     int slot = -1;
@@ -210,7 +210,7 @@ void Context::ClassifyNew(std::vector<bool>* invalidate) {
       cached_waits_[slot] = CachedWait{std::move(meta), Clock::now()};
       continue;
     }
-    if (found == ResponseCache::Lookup::kChanged) (*invalidate)[slot] = true;
+    if (found == ResponseCache::Lookup::kChanged) invalidate->Set(slot);
     counters_.Add(kCacheMisses);
     unsent_.push_back(std::move(meta));
   }
@@ -229,18 +229,19 @@ bool Context::WantsToAnnounce() {
          now - last_stall_report_ >= Seconds(config_.stall_check_seconds);
 }
 
-CycleFlags Context::MyFlags(std::vector<bool> invalidate) {
+CycleFlags Context::MyFlags(SlotBits invalidate) {
   CycleFlags mine;
   const auto now = Clock::now();
   for (const auto& item : cached_waits_) {
-    if (now - item.second.since > kStaleCachedWait) invalidate[item.first] = true;
+    if (now - item.second.since > kStaleCachedWait) invalidate.Set(item.first);
   }
   mine.invalidate = std::move(invalidate);
-  mine.ready.assign(cache_.capacity(), false);
-  for (int slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!cache_enabled_ || !cache_.Occupied(slot)) continue;
-    // Ranks outside the entry's process set never submit it: they agree by default.
-    mine.ready[slot] = cache_.Member(slot) ? cached_waits_.count(slot) > 0 : true;
+  mine.ready = SlotBits(cache_.capacity());
+  if (cache_enabled_) {
+    cache_.occupied().ForEach([&](int slot) {
+      // Ranks outside the entry's process set never submit it: they agree by default.
+      if (!cache_.Member(slot) || cached_waits_.count(slot) > 0) mine.ready.Set(slot);
+    });
   }
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
@@ -261,18 +262,17 @@ void Context::DemoteCached(int slot) {
 
 void Context::ApplyAgreedFlags(const CycleFlags& agreed, std::vector<Response>* cached,
                                std::vector<int>* cached_slots) {
-  for (int slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!agreed.invalidate[slot]) continue;
+  agreed.invalidate.ForEach([&](int slot) {
     if (cache_.Occupied(slot)) counters_.Add(kCacheInvalidations);
     cache_.Erase(slot);
     DemoteCached(slot);
-  }
-  for (int slot = 0; slot < cache_.capacity(); ++slot) {
-    if (!agreed.ready[slot] || agreed.invalidate[slot] || !cache_.Occupied(slot)) continue;
+  });
+  agreed.ready.ForEach([&](int slot) {
+    if (agreed.invalidate.Test(slot) || !cache_.Occupied(slot)) return;
     cached->push_back(cache_.response(slot));
     cached_slots->push_back(slot);
     cached_waits_.erase(slot);
-  }
+  });
   // While a rank is joined, the coordinator must see every request (it stands in zeros for
   // the joined rank).
   if (agreed.joined) {
@@ -358,7 +358,7 @@ void Context::Announce(ResponseList* responses) {
 bool Context::RunCycle(Status* reason) {
   counters_.Add(kCycles);
   const auto cycle_start = Clock::now();
-  std::vector<bool> invalidate(cache_.capacity(), false);
+  SlotBits invalidate(cache_.capacity());
   ClassifyNew(&invalidate);
   const CycleFlags mine = MyFlags(std::move(invalidate));
   std::vector<uint64_t> words = EncodeFlags(mine, cache_.capacity());
@@ -371,7 +371,7 @@ bool Context::RunCycle(Status* reason) {
     busy_anywhere_ = agreed.busy;
     ApplyAgreedFlags(agreed, &cached, &cached_slots);
     bool full = agreed.negotiate || agreed.shutdown || agreed.joined;
-    for (bool v : agreed.invalidate) full = full || v;
+    full = full || agreed.invalidate.Any();
     if (full) {
       counters_.Add(kNegotiations);
       s = Negotiate(&negotiated);
@@ -524,11 +524,13 @@ void Context::UpdateCache(const std::vector<Work*>& work) {
     if (evicted >= 0) DemoteCached(evicted);
   }
   // Entries of removed process sets go (the same on every rank).
-  for (int slot = 0; slot < cache_.capacity(); ++slot) {
-    if (cache_.Occupied(slot) && process_sets_.Size(cache_.response(slot).process_set) < 0) {
-      cache_.Erase(slot);
-      DemoteCached(slot);
-    }
+  std::vector<int> gone;
+  cache_.occupied().ForEach([&](int slot) {
+    if (process_sets_.Size(cache_.response(slot).process_set) < 0) gone.push_back(slot);
+  });
+  for (int slot : gone) {
+    cache_.Erase(slot);
+    DemoteCached(slot);
   }
 }
 

@@ -93,8 +93,8 @@ class Context {
   // (*reason says why).
   bool RunCycle(Status* reason);
   // Sorts new requests into cache hits and requests for the coordinator.
-  void ClassifyNew(std::vector<bool>* invalidate);
-  CycleFlags MyFlags(std::vector<bool> invalidate);
+  void ClassifyNew(SlotBits* invalidate);
+  CycleFlags MyFlags(SlotBits invalidate);
   // Applies the agreed flags: drops invalidated entries, collects the cached responses that
   // every rank has ready, and sends waiting hits to the coordinator when the cache is off.
   void ApplyAgreedFlags(const CycleFlags& agreed, std::vector<Response>* cached,

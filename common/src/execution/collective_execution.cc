@@ -1,7 +1,10 @@
 #include "execution/collective_execution.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "kernels/adasum.h"
 #include "base/collective_plan.h"
@@ -14,6 +17,25 @@ namespace {
 // AVERAGE is a SUM on the wire, divided by the set size afterwards.
 tutti_reduce_op WireOp(tutti_reduce_op op) {
   return op == TUTTI_REDUCE_AVERAGE ? TUTTI_REDUCE_SUM : op;
+}
+
+// Whether each tensor's input and output are the same memory or apart, and no two tensors'
+// memory overlaps: then a transport may read and write the tensors in any order.
+bool Disjoint(const std::vector<const TensorView*>& tensors, size_t element) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end)
+  for (const TensorView* t : tensors) {
+    const uintptr_t bytes = static_cast<uintptr_t>(ElementCount(t->shape)) * element;
+    if (bytes == 0) continue;
+    const uintptr_t in = reinterpret_cast<uintptr_t>(t->input);
+    const uintptr_t out = reinterpret_cast<uintptr_t>(t->output);
+    ranges.emplace_back(out, out + bytes);
+    if (in != out) ranges.emplace_back(in, in + bytes);
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].first < ranges[i - 1].second) return false;
+  }
+  return true;
 }
 
 std::vector<int64_t> Times(const std::vector<int64_t>& rows, int64_t factor) {
@@ -115,6 +137,29 @@ Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
   int64_t total = 0;
   for (const TensorView* t : tensors) total += ElementCount(t->shape);
   const size_t total_bytes = total * element;
+  if (meta.reduce_op != TUTTI_REDUCE_ADASUM && meta.prescale == 1.0 &&
+      controller_->ReducesSpans(set) && Disjoint(tensors, element)) {
+    // The transport reads the inputs and writes the outputs chunk by chunk (shared memory):
+    // no fusion buffer, no copy in or out, the scaling done on each chunk while it is hot.
+    std::vector<AllreduceSpan> spans;
+    spans.reserve(tensors.size());
+    for (const TensorView* t : tensors) {
+      spans.push_back({t->input, t->output, ElementCount(t->shape)});
+    }
+    const auto start = Clock::now();
+    Status s = controller_->AllreduceSpans(set, spans, meta.dtype, WireOp(meta.reduce_op),
+                                           meta.postscale, average ? set_size : 1);
+    Trace(ops, "allreduce", start,
+          "\"tensors\": " + std::to_string(tensors.size()) + ", \"bytes\": " +
+              std::to_string(total_bytes));
+    counters_->Add(kAllreduceCollectives);
+    counters_->Add(kAllreduceBytes, static_cast<int64_t>(total_bytes));
+    if (tensors.size() > 1) {
+      counters_->Add(kFusedTensors, static_cast<int64_t>(tensors.size()));
+      counters_->Add(kFusedBytes, static_cast<int64_t>(total_bytes));
+    }
+    return s;
+  }
   // One tensor reduces in its own output; several are packed into the fusion buffer so the
   // transport runs one collective for all of them.
   const bool fused = tensors.size() > 1;

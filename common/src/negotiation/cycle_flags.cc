@@ -10,16 +10,17 @@ enum HeaderBit : uint64_t {
   kBusy = 1u << 3,
 };
 
-size_t BitmapWords(int slots) { return (static_cast<size_t>(slots) + 63) / 64; }
+size_t BitmapWords(int slots) { return SlotBits::WordsFor(slots); }
 
-bool Bit(const std::vector<uint64_t>& words, size_t first_word, int i) {
-  return (words[first_word + i / 64] >> (i % 64)) & 1u;
+// Word i of `bits` (0 past its end), within the first `slots` slots.
+uint64_t WordOf(const SlotBits& bits, size_t i) {
+  return i < bits.words().size() ? bits.words()[i] : 0;
 }
 
-void SetBit(std::vector<uint64_t>* words, size_t first_word, int i, bool value) {
-  const uint64_t mask = uint64_t(1) << (i % 64);
-  uint64_t& word = (*words)[first_word + i / 64];
-  word = value ? (word | mask) : (word & ~mask);
+// Mask of the slots of word i that exist.
+uint64_t ValidMask(int slots, size_t i) {
+  const int64_t left = static_cast<int64_t>(slots) - static_cast<int64_t>(i) * 64;
+  return left >= 64 ? ~uint64_t(0) : (uint64_t(1) << left) - 1;
 }
 
 }  // namespace
@@ -27,6 +28,7 @@ void SetBit(std::vector<uint64_t>* words, size_t first_word, int i, bool value) 
 size_t FlagWords(int slots) { return 1 + 2 * BitmapWords(slots); }
 
 std::vector<uint64_t> EncodeFlags(const CycleFlags& mine, int slots) {
+  const size_t n = BitmapWords(slots);
   std::vector<uint64_t> words(FlagWords(slots), 0);
   uint64_t header = 0;
   if (mine.negotiate) header |= kNegotiate;
@@ -34,28 +36,28 @@ std::vector<uint64_t> EncodeFlags(const CycleFlags& mine, int slots) {
   if (mine.joined) header |= kJoined;
   if (mine.busy) header |= kBusy;
   words[0] = ~header;
-  const size_t ready_at = 1, invalidate_at = 1 + BitmapWords(slots);
-  for (int i = 0; i < slots; ++i) {
-    SetBit(&words, ready_at, i, i < static_cast<int>(mine.ready.size()) && mine.ready[i]);
-    const bool invalidate = i < static_cast<int>(mine.invalidate.size()) && mine.invalidate[i];
-    SetBit(&words, invalidate_at, i, !invalidate);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t valid = ValidMask(slots, i);
+    words[1 + i] = WordOf(mine.ready, i) & valid;
+    words[1 + n + i] = ~(WordOf(mine.invalidate, i) & valid);
   }
   return words;
 }
 
 CycleFlags DecodeAgreedFlags(const std::vector<uint64_t>& all_anded, int slots) {
+  const size_t n = BitmapWords(slots);
   CycleFlags agreed;
   const uint64_t any = ~all_anded[0];
   agreed.negotiate = any & kNegotiate;
   agreed.shutdown = any & kShutdown;
   agreed.joined = any & kJoined;
   agreed.busy = any & kBusy;
-  const size_t ready_at = 1, invalidate_at = 1 + BitmapWords(slots);
-  agreed.ready.resize(slots);
-  agreed.invalidate.resize(slots);
-  for (int i = 0; i < slots; ++i) {
-    agreed.ready[i] = Bit(all_anded, ready_at, i);
-    agreed.invalidate[i] = !Bit(all_anded, invalidate_at, i);
+  agreed.ready = SlotBits(slots);
+  agreed.invalidate = SlotBits(slots);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t valid = ValidMask(slots, i);
+    agreed.ready.words()[i] = all_anded[1 + i] & valid;
+    agreed.invalidate.words()[i] = ~all_anded[1 + n + i] & valid;
   }
   return agreed;
 }

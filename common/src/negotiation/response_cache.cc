@@ -10,7 +10,8 @@ bool SameRequest(const RequestMeta& a, const RequestMeta& b) {
          a.splits == b.splits;
 }
 
-ResponseCache::ResponseCache(int capacity) : entries_(capacity > 0 ? capacity : 0) {}
+ResponseCache::ResponseCache(int capacity)
+    : entries_(capacity > 0 ? capacity : 0), occupied_(capacity > 0 ? capacity : 0) {}
 
 bool ResponseCache::Cacheable(const Response& response) {
   if (response.kind != Response::Kind::kExecute || response.names.size() != 1) return false;
@@ -60,6 +61,7 @@ void ResponseCache::Put(const Response& response, const RequestMeta* mine, int* 
   }
   Entry& entry = entries_[slot];
   entry.occupied = true;
+  occupied_.Set(slot);
   entry.member = mine != nullptr;
   entry.mine = mine != nullptr ? *mine : RequestMeta();
   entry.response = response;
@@ -73,6 +75,7 @@ void ResponseCache::Erase(int slot) {
   if (!entry.occupied) return;
   by_name_.erase(entry.response.names[0]);
   entry = Entry();
+  occupied_.Reset(slot);
 }
 
 std::vector<int> ResponseCache::SlotsOfSet(int32_t set) const {
@@ -86,6 +89,7 @@ std::vector<int> ResponseCache::SlotsOfSet(int32_t set) const {
 void ResponseCache::Clear() {
   for (Entry& entry : entries_) entry = Entry();
   by_name_.clear();
+  occupied_.Clear();
 }
 
 }  // namespace tutti

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "negotiation/cycle_flags.h"
 #include "requests/request.h"
 
 namespace tutti {
@@ -37,6 +38,8 @@ class ResponseCache {
   void Clear();
 
   bool Occupied(int slot) const { return entries_[slot].occupied; }
+  // The occupied slots, for visiting only those.
+  const SlotBits& occupied() const { return occupied_; }
   const Response& response(int slot) const { return entries_[slot].response; }
   // Whether this rank took part in the cached response (it is in the response's set).
   bool Member(int slot) const { return entries_[slot].member; }
@@ -55,6 +58,7 @@ class ResponseCache {
     uint64_t last_used = 0;
   };
   std::vector<Entry> entries_;
+  SlotBits occupied_;
   std::unordered_map<std::string, int> by_name_;
   uint64_t clock_ = 0;
 };

@@ -106,18 +106,47 @@ Status Group::AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype
   return Status::OK();
 }
 
-// Elements [want_begin, want_end) must be complete in `buffer` on return; the rest of it may
-// hold partial results (ReduceScatter needs only its own part).
+namespace {
+
+// Walks the pieces of the logical range [lo, lo + n) of the concatenation of `spans`:
+// fn(offset from lo, input piece, output piece, elements), offsets and counts in elements.
+// `starts` holds each span's first element (ascending).
+template <typename Fn>
+void ForPieces(const std::vector<Group::Span>& spans, const std::vector<int64_t>& starts,
+               size_t es, int64_t lo, int64_t n, Fn fn) {
+  if (n <= 0) return;
+  size_t i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), lo) -
+                                 starts.begin()) - 1;
+  for (int64_t at = lo; at < lo + n; ++i) {
+    const Group::Span& span = spans[i];
+    const int64_t within = at - starts[i];
+    const int64_t m = std::min(span.count - within, lo + n - at);
+    if (m <= 0) continue;  // an empty span
+    const size_t skip = static_cast<size_t>(within) * es;
+    fn(at - lo, static_cast<const char*>(span.in) + skip, static_cast<char*>(span.out) + skip, m);
+    at += m;
+  }
+}
+
+}  // namespace
+
+// The spans hold the vector to reduce (one span for a plain in-place allreduce). Elements
+// [want_begin, want_end) must be complete in the spans' outputs on return; the rest may hold
+// partial results (ReduceScatter needs only its own part).
 //
 // Chunk k goes through: copy in (post W), reduce my slice once everyone posted W (post R),
 // copy the others' slices out once everyone posted R (post D). The loop is skewed by one
 // chunk: chunk k+1 is copied in before chunk k is reduced, and chunk k-1 copied out after, so
-// a rank that is briefly late (preempted, a slow page) delays the others less.
-Status Group::AllreducePipelined(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
-                                 tutti_reduce_op op, const SlotDesc& desc, int64_t want_begin,
-                                 int64_t want_end) {
+// a rank that is briefly late (preempted, a slow page) delays the others less. The copies
+// from and to the spans happen per chunk, so packing several tensors costs no extra pass.
+Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,
+                                 tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
+                                 int64_t want_begin, int64_t want_end, double factor,
+                                 int divisor) {
   const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes / es);
   const int64_t chunks = (count + chunk - 1) / chunk;
+  std::vector<int64_t> starts(spans.size());
+  for (size_t i = 0, at = 0; i < spans.size(); at += spans[i].count, ++i) starts[i] = at;
   struct Round {
     int pos;
     uint32_t written, reduced;
@@ -127,7 +156,18 @@ Status Group::AllreducePipelined(char* buffer, int64_t count, size_t es, tutti_d
     *e = n * (j + 1) / size_;
   };
   auto elems = [&](int64_t k) { return std::min(chunk, count - k * chunk); };
-  auto chunk_at = [&](int64_t k) { return buffer + k * chunk * static_cast<int64_t>(es); };
+  const int64_t ses = static_cast<int64_t>(es);
+  // Copies elements [lo, lo + n) of the inputs to `to`, or `from` to the outputs.
+  auto gather = [&](int64_t lo, int64_t n, char* to) {
+    ForPieces(spans, starts, es, lo, n, [&](int64_t at, const char* in, char*, int64_t m) {
+      std::memcpy(to + at * ses, in, static_cast<size_t>(m) * es);
+    });
+  };
+  auto scatter = [&](int64_t lo, int64_t n, const char* from) {
+    ForPieces(spans, starts, es, lo, n, [&](int64_t at, const char*, char* out, int64_t m) {
+      std::memcpy(out, from + at * ses, static_cast<size_t>(m) * es);
+    });
+  };
 
   // Publishes the slices of chunk k that the others reduce (my own slice stays in my buffer).
   auto copy_in = [&](int64_t k) -> Status {
@@ -136,39 +176,58 @@ Status Group::AllreducePipelined(char* buffer, int64_t count, size_t es, tutti_d
     SHM_RETURN_IF_ERROR(WaitRoundStart(r.pos));
     char* mine = SlotData(rank_, r.pos);
     *Desc(rank_, r.pos) = desc;
-    const int64_t n = elems(k);
+    const int64_t n = elems(k), e0 = k * chunk;
     int64_t b, e;
     slice(n, rank_, &b, &e);
-    const size_t off = static_cast<size_t>(b) * es, len = static_cast<size_t>(e - b) * es;
-    std::memcpy(mine, chunk_at(k), off);
-    std::memcpy(mine + off + len, chunk_at(k) + off + len, static_cast<size_t>(n) * es - off - len);
+    gather(e0, b, mine);
+    gather(e0 + e, n - e, mine + e * ses);
     r.written = NextPhase();
     Post(Counter(rank_), r.written);
     return Status::OK();
   };
 
-  // Reduces my slice of chunk k across all ranks in rank order and publishes it in my slot.
+  // Reduces my slice of chunk k across all ranks in rank order, scales it and publishes it
+  // in my slot.
   auto reduce = [&](int64_t k) -> Status {
     Round& r = rounds[k & 3];
     SHM_RETURN_IF_ERROR(WaitAll(r.written));
     if (k == 0) SHM_RETURN_IF_ERROR(CheckDescs(r.pos, desc, "allreduce"));
-    char* mine = SlotData(rank_, r.pos);
-    char* buf = chunk_at(k);
     int64_t b, e;
     slice(elems(k), rank_, &b, &e);
-    const size_t off = static_cast<size_t>(b) * es, len = static_cast<size_t>(e - b) * es;
     const size_t m = static_cast<size_t>(e - b);
     if (m > 0) {
-      if (rank_ == 0) {  // my buffer holds x0: accumulate there
-        for (int j = 1; j < size_; ++j)
-          ReduceInto(dtype, op, buf + off, SlotData(j, r.pos) + off, m);
-        std::memcpy(mine + off, buf + off, len);
-      } else {  // accumulate in my slot's unpublished slice, starting from x0
-        std::memcpy(mine + off, SlotData(0, r.pos) + off, len);
-        for (int j = 1; j < size_; ++j) {
-          ReduceInto(dtype, op, mine + off, j == rank_ ? buf + off : SlotData(j, r.pos) + off, m);
+      const int64_t lo = k * chunk + b;
+      const size_t off = static_cast<size_t>(b) * es, len = m * es;
+      char* acc = SlotData(rank_, r.pos) + off;  // my slot's unpublished slice
+      const size_t first = static_cast<size_t>(
+          std::upper_bound(starts.begin(), starts.end(), lo) - starts.begin()) - 1;
+      const Span& span = spans[first];
+      if (rank_ == 0 && lo + static_cast<int64_t>(m) <= starts[first] + span.count) {
+        // My slice is one piece and holds x0: accumulate in its output.
+        char* out = static_cast<char*>(span.out) + (lo - starts[first]) * ses;
+        const char* in = static_cast<const char*>(span.in) + (lo - starts[first]) * ses;
+        if (out != in) std::memcpy(out, in, len);
+        for (int j = 1; j < size_; ++j) ReduceInto(dtype, op, out, SlotData(j, r.pos) + off, m);
+        ScaleInPlace(dtype, out, m, factor, divisor);
+        std::memcpy(acc, out, len);
+      } else {  // accumulate in the slot, starting from x0
+        if (rank_ == 0) {
+          gather(lo, static_cast<int64_t>(m), acc);
+        } else {
+          std::memcpy(acc, SlotData(0, r.pos) + off, len);
         }
-        std::memcpy(buf + off, mine + off, len);
+        for (int j = 1; j < size_; ++j) {
+          if (j != rank_) {
+            ReduceInto(dtype, op, acc, SlotData(j, r.pos) + off, m);
+            continue;
+          }
+          ForPieces(spans, starts, es, lo, static_cast<int64_t>(m),
+                    [&](int64_t at, const char* in, char*, int64_t pm) {
+                      ReduceInto(dtype, op, acc + at * ses, in, static_cast<size_t>(pm));
+                    });
+        }
+        ScaleInPlace(dtype, acc, m, factor, divisor);
+        scatter(lo, static_cast<int64_t>(m), acc);
       }
     }
     r.reduced = NextPhase();
@@ -186,10 +245,7 @@ Status Group::AllreducePipelined(char* buffer, int64_t count, size_t es, tutti_d
       int64_t b, e, start;
       slice(n, j, &b, &e);
       const int64_t len = Overlap(want_begin, want_end, e0 + b, e - b, &start);
-      if (len > 0) {
-        const size_t at = static_cast<size_t>(start - e0) * es;
-        std::memcpy(chunk_at(k) + at, SlotData(j, r.pos) + at, static_cast<size_t>(len) * es);
-      }
+      if (len > 0) scatter(start, len, SlotData(j, r.pos) + (start - e0) * ses);
     }
     const uint32_t done = NextPhase();
     Post(Counter(rank_), done);
@@ -300,11 +356,58 @@ Status Group::AllreduceImpl(void* buffer, int64_t count, tutti_dtype dtype, tutt
       buf + bytes <= Scratch(rank_) + options_.scratch_bytes) {
     return AllreduceDirect(buf, count, es, dtype, op, desc, want_begin, want_end);
   }
-  return AllreducePipelined(buf, count, es, dtype, op, desc, want_begin, want_end);
+  return AllreducePipelined({Span{buf, buf, count}}, count, es, dtype, op, desc, want_begin,
+                            want_end, 1.0, 1);
 }
 
 Status Group::Allreduce(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op) {
   return AllreduceImpl(buffer, count, dtype, op, 0, count);
+}
+
+Status Group::AllreduceSpans(const std::vector<Span>& spans, tutti_dtype dtype,
+                             tutti_reduce_op op, double factor, int divisor) {
+  if (failed_.load(std::memory_order_acquire)) return status();
+  int64_t count = 0;
+  for (const Span& span : spans) {
+    if (span.count < 0) return Fail(Status::InvalidArgument("shared-memory allreduce: negative count"));
+    count += span.count;
+  }
+  const size_t es = IsValidDtype(dtype) ? DtypeSize(dtype) : 0;
+  const size_t bytes = static_cast<size_t>(count) * es;
+  if (bytes > options_.small_bytes && size_ > 1 && IsValidReduceOp(op) &&
+      op != TUTTI_REDUCE_AVERAGE && op != TUTTI_REDUCE_ADASUM) {
+    SlotDesc desc;
+    desc.kind = kAllreduce;
+    desc.aux = static_cast<uint32_t>(dtype) | (static_cast<uint32_t>(op) << 8);
+    desc.total_bytes = bytes;
+    desc.own_bytes = bytes;
+    return AllreducePipelined(spans, count, es, dtype, op, desc, 0, count, factor, divisor);
+  }
+  // Small (or invalid: AllreduceImpl explains): packed into one buffer, the one-synchronisation
+  // protocols beat a pipeline.
+  const bool packed = !(spans.size() == 1 && spans[0].in == spans[0].out);
+  char* buffer = spans.empty() ? nullptr : static_cast<char*>(spans[0].out);
+  if (packed) {
+    gathered_.resize(std::max<size_t>(bytes, 1));
+    buffer = gathered_.data();
+    size_t at = 0;
+    for (const Span& span : spans) {
+      const size_t n = static_cast<size_t>(span.count) * es;
+      if (n > 0) std::memcpy(buffer + at, span.in, n);
+      at += n;
+    }
+  }
+  SHM_RETURN_IF_ERROR(AllreduceImpl(buffer, count, dtype, op, 0, count));
+  ScaleInPlace(dtype, buffer, static_cast<size_t>(count), factor, divisor);
+  if (packed) {
+    size_t at = 0;
+    for (const Span& span : spans) {
+      const size_t n = static_cast<size_t>(span.count) * es;
+      if (n > 0) std::memcpy(span.out, buffer + at, n);
+      at += n;
+    }
+  }
+  return Status::OK();
 }
 
 Status Group::ReduceScatter(int set_rank, void* buffer, const std::vector<int64_t>& counts,

@@ -80,6 +80,20 @@ class Group {
   // In place. op is SUM, MIN, MAX or PRODUCT, reduced in rank order with the core's kernels,
   // so every rank gets bit-identical results.
   Status Allreduce(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op);
+
+  // One tensor of AllreduceSpans: `count` elements read from `in`, results written to `out`
+  // (the same memory, or memory that overlaps no other span's).
+  struct Span {
+    const void* in;
+    void* out;
+    int64_t count;
+  };
+  // Allreduces the spans as one vector (their concatenation) without packing them first: the
+  // pipeline copies each chunk from the spans into the segment and the results back out, so
+  // the fusion copies overlap the reduction and run on cache-sized pieces. The results are
+  // then scaled as ScaleInPlace(dtype, out, count, factor, divisor) would, chunk by chunk.
+  Status AllreduceSpans(const std::vector<Span>& spans, tutti_dtype dtype, tutti_reduce_op op,
+                        double factor, int divisor);
   Status Broadcast(void* buffer, int64_t bytes, int root);
   Status Allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
                     size_t element_size);
@@ -155,9 +169,9 @@ class Group {
                   tutti_dtype dtype, tutti_reduce_op op);
   Status AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
                         tutti_reduce_op op, const SlotDesc& desc);
-  Status AllreducePipelined(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
-                            tutti_reduce_op op, const SlotDesc& desc, int64_t want_begin,
-                            int64_t want_end);
+  Status AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,
+                            tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
+                            int64_t want_begin, int64_t want_end, double factor, int divisor);
   Status AllreduceDirect(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
                          tutti_reduce_op op, const SlotDesc& call, int64_t want_begin,
                          int64_t want_end);
@@ -182,6 +196,7 @@ class Group {
   int slot_pos_ = -1;                // ring position of the last round
   std::vector<uint32_t> slot_free_;  // per ring position: phase after which it may be reused
   std::vector<uint32_t> seen_;       // per peer: a phase its counter is known to have reached
+  std::vector<char> gathered_;       // small AllreduceSpans calls, packed
 
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mu_;

@@ -121,6 +121,18 @@ class SharedMemoryTransport : public Transport {
     return s;
   }
 
+  bool ReducesSpans(int32_t set) override { return Local(set) != nullptr; }
+
+  Status AllreduceSpans(int32_t set, const std::vector<AllreduceSpan>& spans, tutti_dtype dtype,
+                        tutti_reduce_op op, double factor, int divisor) override {
+    SetPlan* plan = Local(set);
+    if (plan == nullptr) return Controller::AllreduceSpans(set, spans, dtype, op, factor, divisor);
+    std::vector<shm::Group::Span> pieces;
+    pieces.reserve(spans.size());
+    for (const AllreduceSpan& span : spans) pieces.push_back({span.in, span.out, span.count});
+    return Shm(plan->group->AllreduceSpans(pieces, dtype, op, factor, divisor));
+  }
+
   Status Broadcast(int32_t set, void* buffer, int64_t bytes, int root) override {
     if (SetPlan* plan = Local(set)) return Shm(plan->group->Broadcast(buffer, bytes, root));
     return inner_->Broadcast(set, buffer, bytes, root);

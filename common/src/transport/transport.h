@@ -20,6 +20,13 @@
 
 namespace tutti {
 
+// One tensor of Controller::AllreduceSpans.
+struct AllreduceSpan {
+  const void* in;
+  void* out;  // the same memory as `in`, or memory that overlaps no other span's
+  int64_t count;
+};
+
 struct Topology {
   int rank = 0;
   int size = 1;
@@ -57,6 +64,19 @@ class Transport {
   // (AVERAGE and scaling are done by the caller).
   virtual Status Allreduce(int32_t set, void* buffer, int64_t count, tutti_dtype dtype,
                            tutti_reduce_op op) = 0;
+  // Whether AllreduceSpans runs on set `set` without packing the spans into one buffer.
+  virtual bool ReducesSpans(int32_t set) {
+    (void)set;
+    return false;
+  }
+  // Allreduces the concatenation of the spans (inputs to outputs) and scales the results as
+  // ScaleInPlace(dtype, out, count, factor, divisor); called only where ReducesSpans(set).
+  virtual Status AllreduceSpans(int32_t set, const std::vector<AllreduceSpan>& spans,
+                                tutti_dtype dtype, tutti_reduce_op op, double factor,
+                                int divisor) {
+    (void)set, (void)spans, (void)dtype, (void)op, (void)factor, (void)divisor;
+    return Status::Internal("this transport cannot allreduce spans");
+  }
   // `bytes` bytes of `buffer` on `root` replace `buffer` on the others.
   virtual Status Broadcast(int32_t set, void* buffer, int64_t bytes, int root) = 0;
   // Concatenates every rank's input (counts[r] elements of `element_size` bytes) into output.

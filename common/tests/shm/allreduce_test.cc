@@ -4,6 +4,7 @@
 // core's kernels and bit-identical on every rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -214,6 +215,63 @@ TEST(ShmAllreduceTest, ReduceScatter) {
                           "reducescatter %s op %d part %lld: wrong result", DtypeName(dtype), op,
                           static_cast<long long>(part));
                 SHM_CHECK(out.back() == 0x33, "reducescatter wrote past its part");
+              }
+            }
+          }
+          return true;
+        },
+        options);
+    EXPECT_EQ(problems, "") << size << " ranks";
+  }
+}
+
+// AllreduceSpans: a vector cut into tensors of uneven sizes (empty ones, ones that cross chunk
+// and slice boundaries), in place and into separate outputs, scaled afterwards; the results
+// equal packing the tensors, a plain Allreduce and ScaleInPlace, bit for bit, on every path.
+TEST(ShmAllreduceTest, SpansEqualPackedAllreduce) {
+  for (int size : {2, 3}) {
+    RunOptions options;
+    options.group = testing::SmallChunkOptions();
+    std::string problems = RunGroup(
+        size,
+        [&](int rank, Group* g, Shared* shared) {
+          int salt = 9000;
+          for (tutti_dtype dtype : {TUTTI_FLOAT32, TUTTI_FLOAT16, TUTTI_INT32, TUTTI_BOOL}) {
+            const size_t es = DtypeSize(dtype);
+            for (int64_t total : {int64_t{5}, int64_t{3000}, int64_t{20011}}) {
+              for (tutti_reduce_op op : kOps) {
+                for (bool in_place : {true, false}) {
+                  ++salt;
+                  std::vector<char> input(static_cast<size_t>(total) * es);
+                  Fill(dtype, rank, total, salt, input.data());
+                  std::vector<char> output = in_place ? input : std::vector<char>(input.size(), 0);
+                  // Tensors of 0, 1, 2, 3, ... 0 elements, cycling, the last takes the rest.
+                  std::vector<Group::Span> spans;
+                  int64_t at = 0;
+                  for (int i = 0; at < total; ++i) {
+                    const int64_t n = std::min<int64_t>(total - at, (i * 977) % 4099);
+                    char* out = output.data() + at * static_cast<int64_t>(es);
+                    spans.push_back({in_place ? out : input.data() + at * static_cast<int64_t>(es),
+                                     out, n});
+                    at += n;
+                  }
+                  const double factor = dtype == TUTTI_BOOL ? 1.0 : 0.5;
+                  const int divisor = dtype == TUTTI_BOOL ? 1 : size;
+                  Status st = g->AllreduceSpans(spans, dtype, op, factor, divisor);
+                  SHM_CHECK(st.ok(), "%s", st.message().c_str());
+                  std::vector<char> want = Expected(dtype, op, size, total, salt);
+                  ScaleInPlace(dtype, want.data(), static_cast<size_t>(total), factor, divisor);
+                  SHM_CHECK(std::memcmp(output.data(), want.data(), want.size()) == 0,
+                            "spans %s op %d total %lld in place %d: wrong result",
+                            DtypeName(dtype), op, static_cast<long long>(total), in_place);
+                  if (!in_place) {
+                    std::vector<char> again(input.size());
+                    Fill(dtype, rank, total, salt, again.data());
+                    SHM_CHECK(again == input, "spans: the inputs changed");
+                  }
+                  shared->digests[rank] =
+                      testing::Fnv1a(output.data(), output.size(), shared->digests[rank]);
+                }
               }
             }
           }
