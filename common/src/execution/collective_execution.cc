@@ -138,7 +138,7 @@ Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
   for (const TensorView* t : tensors) total += ElementCount(t->shape);
   const size_t total_bytes = total * element;
   if (meta.reduce_op != TUTTI_REDUCE_ADASUM && meta.prescale == 1.0 &&
-      controller_->ReducesSpans(set) && Disjoint(tensors, element)) {
+      transport_->ReducesSpans(set) && Disjoint(tensors, element)) {
     // The transport reads the inputs and writes the outputs chunk by chunk (shared memory):
     // no fusion buffer, no copy in or out, the scaling done on each chunk while it is hot.
     std::vector<AllreduceSpan> spans;
@@ -147,7 +147,7 @@ Status CollectiveExecutor::ExecuteFusedAllreduce(int32_t set,
       spans.push_back({t->input, t->output, ElementCount(t->shape)});
     }
     const auto start = Clock::now();
-    Status s = controller_->AllreduceSpans(set, spans, meta.dtype, WireOp(meta.reduce_op),
+    Status s = transport_->AllreduceSpans(set, spans, meta.dtype, WireOp(meta.reduce_op),
                                            meta.postscale, average ? set_size : 1);
     Trace(ops, "allreduce", start,
           "\"tensors\": " + std::to_string(tensors.size()) + ", \"bytes\": " +

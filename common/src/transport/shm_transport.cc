@@ -126,7 +126,7 @@ class SharedMemoryTransport : public Transport {
   Status AllreduceSpans(int32_t set, const std::vector<AllreduceSpan>& spans, tutti_dtype dtype,
                         tutti_reduce_op op, double factor, int divisor) override {
     SetPlan* plan = Local(set);
-    if (plan == nullptr) return Controller::AllreduceSpans(set, spans, dtype, op, factor, divisor);
+    if (plan == nullptr) return Transport::AllreduceSpans(set, spans, dtype, op, factor, divisor);
     std::vector<shm::Group::Span> pieces;
     pieces.reserve(spans.size());
     for (const AllreduceSpan& span : spans) pieces.push_back({span.in, span.out, span.count});

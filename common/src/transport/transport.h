@@ -20,7 +20,7 @@
 
 namespace tutti {
 
-// One tensor of Controller::AllreduceSpans.
+// One tensor of Transport::AllreduceSpans.
 struct AllreduceSpan {
   const void* in;
   void* out;  // the same memory as `in`, or memory that overlaps no other span's
