@@ -29,10 +29,6 @@ const auto kIdleTick = std::chrono::milliseconds(5);
 // How long the background thread polls for a next request after a cycle that did work.
 const auto kPollAfterWork = std::chrono::microseconds(100);
 
-// A cache hit still waiting for other ranks after this long is sent to the coordinator
-// instead (every rank drops the entry), so the stall inspector sees it.
-const auto kStaleCachedWait = std::chrono::seconds(1);
-
 // Why requests still pending on `my_rank` were failed when `ranks` asked to stop.
 std::string ShutdownMessage(const std::vector<int32_t>& ranks, int my_rank) {
   for (int32_t r : ranks) {
@@ -42,11 +38,6 @@ std::string ShutdownMessage(const std::vector<int32_t>& ranks, int my_rank) {
   for (int32_t r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
   return std::string("tutti was shut down by rank") + (ranks.size() > 1 ? "s " : " ") + list +
          " (it called shutdown() or exited) before the request ran";
-}
-
-std::chrono::steady_clock::duration Seconds(double seconds) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
 }
 
 int64_t TensorBytes(const PendingOp& op) {
@@ -97,11 +88,10 @@ Context::Context(const Config& config, std::unique_ptr<Transport> transport)
       process_sets_(topology_.size),
       coordinator_(topology_.size, &process_sets_),
       executor_(transport_.get(), &process_sets_, topology_.rank, &counters_, &timeline_),
-      cache_(config.cache_capacity),
-      cache_enabled_(config.cache_capacity > 0),
+      cache_(config.cache_capacity, &counters_),
+      stall_inspector_(config, Clock::now()),
       cycle_time_ms_(config.cycle_time_ms),
-      fusion_threshold_(config.fusion_threshold_bytes),
-      last_stall_report_(Clock::now()) {
+      fusion_threshold_(config.fusion_threshold_bytes) {
   // Polling for the next request only pays when this host's ranks do not outnumber its CPUs.
   spin_before_sleep_ = topology_.local_size <= sysconf(_SC_NPROCESSORS_ONLN);
   if (config.autotune && topology_.rank == 0) {
@@ -109,7 +99,7 @@ Context::Context(const Config& config, std::unique_ptr<Transport> transport)
   }
   counters_.Set(kCycleTimeMicros, static_cast<int64_t>(cycle_time_ms_ * 1000));
   counters_.Set(kFusionThresholdBytes, fusion_threshold_);
-  counters_.Set(kCacheEnabled, cache_enabled_ ? 1 : 0);
+  counters_.Set(kCacheEnabled, cache_.enabled() ? 1 : 0);
 }
 
 Context::~Context() { Shutdown(); }
@@ -199,91 +189,51 @@ void Context::Loop() {
   timeline_.Flush(true);
 }
 
-void Context::ClassifyNew(SlotBits* invalidate) {
-  for (RequestMeta& meta : queue_.TakeNew()) {
-    if (meta.collective == Collective::kJoin) joined_here_ = true;
-    int slot = -1;
-    ResponseCache::Lookup found =
-        cache_enabled_ ? cache_.Find(meta, &slot) : ResponseCache::Lookup::kMiss;
-    if (found == ResponseCache::Lookup::kHit) {
-      counters_.Add(kCacheHits);
-      cached_waits_[slot] = CachedWait{std::move(meta), Clock::now()};
-      continue;
-    }
-    if (found == ResponseCache::Lookup::kChanged) invalidate->Set(slot);
-    counters_.Add(kCacheMisses);
-    unsent_.push_back(std::move(meta));
-  }
-}
-
 bool Context::WantsToAnnounce() {
   if (topology_.rank != 0) return false;
   if (!tuning_to_announce_.empty()) return true;
-  if (coordinator_.pending() == 0) return false;
-  const auto now = Clock::now();
-  const auto waited = now - coordinator_.OldestPending();
-  if (config_.stall_shutdown_seconds > 0 && waited >= Seconds(config_.stall_shutdown_seconds)) {
-    return true;
-  }
-  return !config_.stall_check_disabled && waited >= Seconds(config_.stall_check_seconds) &&
-         now - last_stall_report_ >= Seconds(config_.stall_check_seconds);
+  return stall_inspector_.Due(coordinator_, Clock::now());
 }
 
 CycleFlags Context::MyFlags(SlotBits invalidate) {
   CycleFlags mine;
-  const auto now = Clock::now();
-  for (const auto& item : cached_waits_) {
-    if (now - item.second.since > kStaleCachedWait) invalidate.Set(item.first);
-  }
-  mine.invalidate = std::move(invalidate);
-  mine.ready = SlotBits(cache_.capacity());
-  if (cache_enabled_) {
-    cache_.occupied().ForEach([&](int slot) {
-      // Ranks outside the entry's process set never submit it: they agree by default.
-      if (!cache_.Member(slot) || cached_waits_.count(slot) > 0) mine.ready.Set(slot);
-    });
-  }
+  cache_.Contribute(Clock::now(), std::move(invalidate), &mine);
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     mine.shutdown = stop_requested_;
   }
-  mine.negotiate = !unsent_.empty() || WantsToAnnounce();
+  mine.negotiate = cache_.has_unsent() || WantsToAnnounce();
   mine.joined = joined_here_;
   mine.busy = !queue_.Empty() || (topology_.rank == 0 && coordinator_.pending() > 0);
   return mine;
 }
 
-void Context::DemoteCached(int slot) {
-  auto it = cached_waits_.find(slot);
-  if (it == cached_waits_.end()) return;
-  unsent_.push_back(std::move(it->second.meta));
-  cached_waits_.erase(it);
-}
-
-void Context::ApplyAgreedFlags(const CycleFlags& agreed, std::vector<Response>* cached,
-                               std::vector<int>* cached_slots) {
-  agreed.invalidate.ForEach([&](int slot) {
-    if (cache_.Occupied(slot)) counters_.Add(kCacheInvalidations);
-    cache_.Erase(slot);
-    DemoteCached(slot);
-  });
-  agreed.ready.ForEach([&](int slot) {
-    if (agreed.invalidate.Test(slot) || !cache_.Occupied(slot)) return;
-    cached->push_back(cache_.response(slot));
-    cached_slots->push_back(slot);
-    cached_waits_.erase(slot);
-  });
-  // While a rank is joined, the coordinator must see every request (it stands in zeros for
-  // the joined rank).
-  if (agreed.joined) {
-    while (!cached_waits_.empty()) DemoteCached(cached_waits_.begin()->first);
+Status Context::AgreeFlags(CycleFlags* agreed) {
+  SlotBits invalidate(cache_.capacity());
+  for (RequestMeta& meta : queue_.TakeNew()) {
+    if (meta.collective == Collective::kJoin) joined_here_ = true;
+    cache_.Sort(std::move(meta), Clock::now(), &invalidate);
   }
+  std::vector<uint64_t> words = EncodeFlags(MyFlags(std::move(invalidate)), cache_.capacity());
+  Status s = transport_->AgreeFlags(&words);
+  if (!s.ok()) return s;
+  *agreed = DecodeAgreedFlags(words, cache_.capacity());
+  busy_anywhere_ = agreed->busy;
+  return Status::OK();
 }
 
-Status Context::Negotiate(ResponseList* responses) {
+Status Context::Negotiate(const CycleFlags& agreed, Agreement* agreement) {
+  cache_.ApplyAgreed(agreed, &agreement->cached, &agreement->cached_slots);
+  const bool full =
+      agreed.negotiate || agreed.shutdown || agreed.joined || agreed.invalidate.Any();
+  if (!full) return Status::OK();
+  counters_.Add(kNegotiations);
+  return AskCoordinator(&agreement->negotiated);
+}
+
+Status Context::AskCoordinator(ResponseList* responses) {
   RequestList mine;
-  mine.requests = std::move(unsent_);
-  unsent_.clear();
+  mine.requests = cache_.TakeUnsent();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     mine.shutdown = stop_requested_;
@@ -311,46 +261,7 @@ Status Context::Negotiate(ResponseList* responses) {
 }
 
 void Context::Announce(ResponseList* responses) {
-  const auto now = Clock::now();
-  if (config_.stall_shutdown_seconds > 0) {
-    for (Response& failed : coordinator_.FailStalled(Seconds(config_.stall_shutdown_seconds))) {
-      responses->responses.push_back(std::move(failed));
-    }
-  }
-  if (!config_.stall_check_disabled &&
-      coordinator_.Deadlocked(Seconds(config_.stall_check_seconds))) {
-    // Every rank waits for requests the others have not made, and nothing new came for the
-    // stall check time: fail them all with the whole picture instead of waiting forever.
-    std::string list;
-    for (const std::string& item : coordinator_.Stalled(std::chrono::seconds(0))) {
-      list += (list.empty() ? "" : "; ") + item;
-    }
-    char seconds[32];
-    std::snprintf(seconds, sizeof(seconds), "%g", config_.stall_check_seconds);
-    const std::string why =
-        std::string("deadlock: every rank is waiting for requests the others have not "
-                    "submitted, and none submitted anything for ") + seconds +
-        " s (TUTTI_STALL_CHECK_TIME_SECONDS; TUTTI_STALL_CHECK_DISABLE=1 turns this off). "
-        "Waiting: " + list;
-    for (Response& failed : coordinator_.FailAllWaiting(why)) {
-      responses->responses.push_back(std::move(failed));
-    }
-  }
-  if (!config_.stall_check_disabled &&
-      now - last_stall_report_ >= Seconds(config_.stall_check_seconds)) {
-    std::vector<std::string> stalled = coordinator_.Stalled(Seconds(config_.stall_check_seconds));
-    if (!stalled.empty()) {
-      last_stall_report_ = now;
-      std::string list;
-      for (const std::string& item : stalled) list += (list.empty() ? "" : "; ") + item;
-      char seconds[32];
-      std::snprintf(seconds, sizeof(seconds), "%g", config_.stall_check_seconds);
-      responses->warnings.push_back(
-          std::string("stall: some ranks have waited more than ") + seconds +
-          " s (TUTTI_STALL_CHECK_TIME_SECONDS) for others to submit the same tensors; every "
-          "rank must submit the same names: " + list);
-    }
-  }
+  stall_inspector_.Inspect(&coordinator_, Clock::now(), responses);
   responses->tuning = std::move(tuning_to_announce_);
   tuning_to_announce_.clear();
 }
@@ -358,32 +269,23 @@ void Context::Announce(ResponseList* responses) {
 bool Context::RunCycle(Status* reason) {
   counters_.Add(kCycles);
   const auto cycle_start = Clock::now();
-  SlotBits invalidate(cache_.capacity());
-  ClassifyNew(&invalidate);
-  const CycleFlags mine = MyFlags(std::move(invalidate));
-  std::vector<uint64_t> words = EncodeFlags(mine, cache_.capacity());
-  Status s = transport_->AgreeFlags(&words);
-  ResponseList negotiated;
-  std::vector<Response> cached;
-  std::vector<int> cached_slots;
-  if (s.ok()) {
-    const CycleFlags agreed = DecodeAgreedFlags(words, cache_.capacity());
-    busy_anywhere_ = agreed.busy;
-    ApplyAgreedFlags(agreed, &cached, &cached_slots);
-    bool full = agreed.negotiate || agreed.shutdown || agreed.joined;
-    full = full || agreed.invalidate.Any();
-    if (full) {
-      counters_.Add(kNegotiations);
-      s = Negotiate(&negotiated);
-    }
-  }
+  CycleFlags agreed;
+  Agreement agreement;
+  Status s = AgreeFlags(&agreed);
+  if (s.ok()) s = Negotiate(agreed, &agreement);
   if (!s.ok()) {
     *reason = Status::Aborted("tutti's " + std::string(transport_name_) +
                               " transport failed during negotiation: " + s.message());
     transport_failure_ = *reason;
     return false;
   }
-  const auto negotiated_at = Clock::now();
+  Execute(agreement, cycle_start, Clock::now());
+  return Continues(agreement.negotiated, reason);
+}
+
+void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
+                      Clock::time_point negotiated_at) {
+  const ResponseList& negotiated = agreement.negotiated;
   for (const std::string& warning : negotiated.warnings) {
     counters_.Add(kStallWarnings);
     LogWarning("rank " + std::to_string(topology_.rank) + ": " + warning);
@@ -391,11 +293,11 @@ bool Context::RunCycle(Status* reason) {
 
   // Everything agreed this cycle, cached first, in the same order on every rank.
   std::vector<Work> work;
-  for (size_t i = 0; i < cached.size(); ++i) {
+  for (size_t i = 0; i < agreement.cached.size(); ++i) {
     Work w;
-    w.response = &cached[i];
-    w.name = cached[i].names[0];
-    w.cache_slot = cached_slots[i];
+    w.response = &agreement.cached[i];
+    w.name = agreement.cached[i].names[0];
+    w.cache_slot = agreement.cached_slots[i];
     work.push_back(std::move(w));
   }
   for (const Response& response : negotiated.responses) {
@@ -421,6 +323,9 @@ bool Context::RunCycle(Status* reason) {
                    "\"responses\": " + std::to_string(work.size()));
   }
   timeline_.Flush();
+}
+
+bool Context::Continues(const ResponseList& negotiated, Status* reason) {
   if (!transport_failure_.ok()) {
     *reason = Status::Aborted("tutti's " + std::string(transport_name_) +
                               " transport failed: " + transport_failure_.message());
@@ -513,41 +418,24 @@ void Context::Complete(const PendingOp& op, const Status& status) {
 
 void Context::UpdateCache(const std::vector<Work*>& work) {
   for (const Work* w : work) {
-    const Response& response = *w->response;
-    if (!cache_enabled_) continue;
     if (w->cache_slot >= 0) {
-      cache_.Touch(w->cache_slot);
-      continue;
+      cache_.Ran(w->cache_slot);
+    } else {
+      cache_.Remember(*w->response, w->have_op ? &w->op.meta : nullptr);
     }
-    int evicted = -1;
-    cache_.Put(response, w->have_op ? &w->op.meta : nullptr, &evicted);
-    if (evicted >= 0) DemoteCached(evicted);
   }
   // Entries of removed process sets go (the same on every rank).
-  std::vector<int> gone;
-  cache_.occupied().ForEach([&](int slot) {
-    if (process_sets_.Size(cache_.response(slot).process_set) < 0) gone.push_back(slot);
-  });
-  for (int slot : gone) {
-    cache_.Erase(slot);
-    DemoteCached(slot);
-  }
+  cache_.ForgetRemovedSets(process_sets_);
 }
 
 void Context::ApplyTuning(const std::vector<double>& tuning) {
   if (tuning.size() < 3) return;
   cycle_time_ms_ = tuning[0];
   fusion_threshold_ = static_cast<int64_t>(tuning[1]);
-  const bool cache_on = tuning[2] > 0.5 && config_.cache_capacity > 0;
-  if (cache_enabled_ && !cache_on) {
-    // Every rank switches at the same cycle; waiting hits go to the coordinator.
-    cache_.Clear();
-    while (!cached_waits_.empty()) DemoteCached(cached_waits_.begin()->first);
-  }
-  cache_enabled_ = cache_on;
+  cache_.SetEnabled(tuning[2] > 0.5 && config_.cache_capacity > 0);
   counters_.Set(kCycleTimeMicros, static_cast<int64_t>(cycle_time_ms_ * 1000));
   counters_.Set(kFusionThresholdBytes, fusion_threshold_);
-  counters_.Set(kCacheEnabled, cache_enabled_ ? 1 : 0);
+  counters_.Set(kCacheEnabled, cache_.enabled() ? 1 : 0);
 }
 
 void Context::SampleAutotune(const std::vector<Work*>& work) {

@@ -1,10 +1,11 @@
 // The core's state between init and shutdown: the transport, the request queue and the
 // background thread that negotiates and executes requests.
 //
-// Each cycle opens with one bitwise AND across ranks (cycle_flags.h): it says which response
-// cache entries every rank has ready (those run without the coordinator) and whether anyone
-// needs a full negotiation (new or changed requests, shutdown, a join, announcements from the
-// coordinator). Ready requests are then executed in one agreed order, allreduces fused.
+// Each cycle reads flags -> negotiate -> execute. It opens with one bitwise AND across ranks
+// (cycle_flags.h): which response cache entries every rank has ready (those run without the
+// coordinator, cache_coordination.h) and whether anyone needs a full negotiation (new or
+// changed requests, shutdown, a join, announcements from the coordinator such as the stall
+// inspector's). Agreed requests are then executed in one agreed order, allreduces fused.
 #ifndef TUTTI_SRC_CONTEXT_H_
 #define TUTTI_SRC_CONTEXT_H_
 
@@ -12,7 +13,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,11 +23,12 @@
 #include "base/config.h"
 #include "transport/transport.h"
 #include "base/counters.h"
+#include "negotiation/cache_coordination.h"
 #include "negotiation/cycle_flags.h"
 #include "negotiation/negotiation.h"
 #include "requests/process_sets.h"
 #include "requests/request_queue.h"
-#include "negotiation/response_cache.h"
+#include "negotiation/stall_inspector.h"
 #include "base/status.h"
 #include "base/timeline.h"
 
@@ -70,11 +71,6 @@ class Context {
   int64_t background_thread_id() const { return thread_id_.load(); }
 
  private:
-  // A request that hit the response cache and waits for the other ranks' bits.
-  struct CachedWait {
-    RequestMeta meta;
-    Clock::time_point since;
-  };
   // One response to execute this cycle, with this rank's request for it (if any).
   struct Work {
     const Response* response = nullptr;
@@ -83,34 +79,44 @@ class Context {
     bool have_op = false;
     int cache_slot = -1;  // >= 0: it ran from the cache
   };
+  // What a cycle agreed to run: the cached responses every rank has ready (with their
+  // slots), then the coordinator's answer when a negotiation ran.
+  struct Agreement {
+    std::vector<Response> cached;
+    std::vector<int> cached_slots;
+    ResponseList negotiated;
+  };
 
   Context(const Config& config, std::unique_ptr<Transport> transport);
 
   void Loop();
   // Waits until the next cycle should start.
   void WaitForCycle(Clock::time_point last_start);
-  // One cycle: flags, negotiation when needed, execution; false when the loop must end
-  // (*reason says why).
+  // One cycle: flags, then negotiation (cache and, when needed, the coordinator), then
+  // execution; false when the loop must end (*reason says why).
   bool RunCycle(Status* reason);
-  // Sorts new requests into cache hits and requests for the coordinator.
-  void ClassifyNew(SlotBits* invalidate);
+  // 1. Flags: sorts new requests and agrees with every rank on the cycle's flags.
+  Status AgreeFlags(CycleFlags* agreed);
   CycleFlags MyFlags(SlotBits invalidate);
-  // Applies the agreed flags: drops invalidated entries, collects the cached responses that
-  // every rank has ready, and sends waiting hits to the coordinator when the cache is off.
-  void ApplyAgreedFlags(const CycleFlags& agreed, std::vector<Response>* cached,
-                        std::vector<int>* cached_slots);
+  // 2. Negotiation: what the flags let run from the cache, plus a round trip to the
+  // coordinator when any rank needs one.
+  Status Negotiate(const CycleFlags& agreed, Agreement* agreement);
   // Sends this rank's requests to the coordinator and receives the agreed responses.
-  Status Negotiate(ResponseList* responses);
+  Status AskCoordinator(ResponseList* responses);
   // What rank 0 adds to a negotiation: stall reports and failures, autotune settings.
   void Announce(ResponseList* responses);
   bool WantsToAnnounce();
+  // 3. Execution of everything agreed, in the agreed order on every rank.
+  void Execute(const Agreement& agreement, Clock::time_point cycle_start,
+               Clock::time_point negotiated);
   void ExecuteAll(const std::vector<Work*>& work, Clock::time_point negotiated);
   void ExecuteOne(Work* work);
   void Complete(const PendingOp& op, const Status& status);
   void UpdateCache(const std::vector<Work*>& work);
-  void DemoteCached(int slot);
   void ApplyTuning(const std::vector<double>& tuning);
   void SampleAutotune(const std::vector<Work*>& work);
+  // Whether the loop goes on after the cycle: not after a transport failure or a shutdown.
+  bool Continues(const ResponseList& negotiated, Status* reason);
   // Runs a process-set change through negotiation and waits for it.
   Status ChangeProcessSets(Collective collective, std::vector<int64_t> argument, int32_t* id);
 
@@ -128,15 +134,12 @@ class Context {
   int64_t process_set_calls_ = 0;  // names each add/remove call; guarded by the mutex
 
   // Background thread only.
-  ResponseCache cache_;
-  std::map<int, CachedWait> cached_waits_;  // by cache slot
-  std::vector<RequestMeta> unsent_;         // for the coordinator's next negotiation
-  bool cache_enabled_;
+  CacheCoordination cache_;
+  StallInspector stall_inspector_;  // used on rank 0 only
   double cycle_time_ms_;
   int64_t fusion_threshold_;
   bool joined_here_ = false;
   bool busy_anywhere_ = false;
-  Clock::time_point last_stall_report_;
   std::unique_ptr<AutotuneSession> autotune_;  // rank 0 with TUTTI_AUTOTUNE=1
   std::vector<double> tuning_to_announce_;
 
