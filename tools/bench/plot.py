@@ -10,7 +10,10 @@ from report import format_size  # noqa: E402
 
 COLLECTIVES = ("allreduce", "allgather", "broadcast")
 # Baselines dashed; tutti modes share a colour per mode, solid for numpy, dotted for torch.
-STYLES = {"mpi4py": ("black", "--", "o"), "torch-gloo": ("tab:gray", "--", "s")}
+STYLES = {"mpi4py": ("black", "--", "o"), "torch-gloo": ("tab:gray", "--", "s"),
+          # --peers horovod: dash-dotted, in the colour of the tutti mode it matches.
+          "horovod-mpi-torch": ("tab:purple", "-.", "D"),
+          "horovod-gloo-torch": ("tab:olive", "-.", "P")}
 MODE_COLOURS = {"mpi": "tab:blue", "gloo": "tab:orange", "mpi-shm": "tab:green",
                 "gloo-shm": "tab:red", "mpi-noshm": "tab:cyan", "gloo-noshm": "tab:brown"}
 
