@@ -219,15 +219,6 @@ def mpirun_command(np, args, worker, config_path, python=None, extra=()):
             + [python or sys.executable, worker, config_path] + list(extra))
 
 
-def horovodrun_command(np, python, worker, config_path):
-    """Horovod's own launcher in Gloo mode, on this host, over loopback. Its jobs are frozen
-    between turns, so Gloo's timeout must outlast the other jobs' turns."""
-    horovodrun = os.path.join(os.path.dirname(python), "horovodrun")
-    return [horovodrun, "--gloo", "-np", str(np), "-H", "localhost:%d" % np,
-            "--network-interface", "lo", "--gloo-timeout-seconds", "3600",
-            python, worker, config_path, "gloo"]
-
-
 class LaunchFailed(Exception):
     pass
 
@@ -262,8 +253,8 @@ def launch(np, args):
             jobs.append(("horovod-mpi", mpirun_command(np, args, worker, config_path,
                                                       args.horovod_python, ["mpi"]),
                          peer_env, True))
-            jobs.append(("horovod-gloo", horovodrun_command(np, args.horovod_python, worker,
-                                                            config_path), peer_env, True))
+            jobs.append(("horovod-gloo", peers.horovodrun_command(
+                np, args.horovod_python, [worker, config_path, "gloo"]), peer_env, True))
         procs, started = [], []
         deadline = time.monotonic() + args.timeout
         try:

@@ -19,13 +19,22 @@ The protocol is a few small files in a shared directory: `ready-JOB-RANK` (the r
 """
 
 import contextlib
+import json
 import os
+import shutil
 import signal
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 
 PEERS = ("horovod",)
 DEFAULT_VENV = os.path.join(os.path.expanduser("~"), ".cache", "tutti", "horovod-venv")
-_POLL_S = 0.0005
+# How often a waiting rank or the coordinator looks at the turn files: a handover costs
+# about this much, and waiting costs a wake-up per interval.
+_POLL_S = 0.001
+ABORT = "abort"
 
 
 class PeerSetupError(Exception):
@@ -93,7 +102,13 @@ class Baton:
         self.turns += 1
         mine = "%s %d" % (self.job, self.turns)
         path = os.path.join(self.directory, "turn")
-        while _read(path) != mine:
+        while True:
+            current = _read(path)
+            if current == mine:
+                break
+            if current == ABORT:
+                raise RuntimeError("the benchmark's coordinator gave up (another job failed "
+                                   "or timed out; see its output)")
             time.sleep(_POLL_S)
         self._barrier()
         yield
@@ -137,9 +152,15 @@ class Coordinator:
             for job in self.jobs:
                 self._signal(job, signal.SIGCONT)
 
+    def abort(self):
+        """Tells every waiting rank to give up."""
+        _write(os.path.join(self.directory, "turn"), ABORT)
+        for job in self.jobs:
+            self._signal(job, signal.SIGCONT)
+
     def _check(self, what):
         for job in self.jobs:
-            code = job.proc.poll()
+            code = None if job.proc is None else job.proc.poll()
             if code is not None:
                 raise JobFailed("%s exited (code %d) while %s" % (job.name, code, what))
         if time.monotonic() > self.deadline:
@@ -197,3 +218,96 @@ def clean_env(base):
     env.pop("PYTHONHOME", None)
     env.pop("VIRTUAL_ENV", None)
     return env
+
+
+def horovodrun_command(np, python, argv):
+    """Horovod's own launcher in Gloo mode on this host, over loopback. Its jobs are frozen
+    between turns, so Gloo's timeout must outlast the other jobs' turns."""
+    horovodrun = os.path.join(os.path.dirname(python), "horovodrun")
+    return [horovodrun, "--gloo", "-np", str(np), "-H", "localhost:%d" % np,
+            "--network-interface", "lo", "--gloo-timeout-seconds", "3600", python] + list(argv)
+
+
+# Open MPI settings of the enclosing job that Horovod's MPI job gets as well.
+_FORWARDED_MCA = ("mpi_yield_when_idle", "btl_vader_single_copy_mechanism", "btl")
+
+
+def mpirun_command(np, python, argv):
+    """Horovod's MPI job, started from inside a running job (a training benchmark's rank 0):
+    the enclosing job's Open MPI settings (mpirun --mca) are passed on."""
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        raise PeerSetupError("--peers horovod: mpirun not found on PATH")
+    command = [mpirun, "-np", str(np), "--oversubscribe", "--allow-run-as-root",
+               "--bind-to", "none"]
+    for name in _FORWARDED_MCA:
+        value = os.environ.get("OMPI_MCA_" + name)
+        if value is not None:
+            command += ["--mca", name, value]
+    return command + [python] + list(argv)
+
+
+class HorovodPeers:
+    """Horovod's two jobs (MPI, Gloo) of a training benchmark, started and coordinated by the
+    tutti job's rank 0. `argv(controller, directory)` is the peer job's command line after the
+    Python; `turns`: how many turns every job takes (the tutti job's ranks take theirs with a
+    Baton named "tutti")."""
+
+    def __init__(self, np, argv, turns, timeout_s=3600):
+        python = horovod_python()
+        self.directory = tempfile.mkdtemp(prefix="tutti-peers-")
+        env = clean_env(os.environ)
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        self.commands = {
+            "horovod-mpi": mpirun_command(np, python, argv("mpi", self.directory)),
+            "horovod-gloo": horovodrun_command(np, python, argv("gloo", self.directory)),
+        }
+        jobs = [Job("tutti", np, None, False)]
+        for name, command in self.commands.items():
+            print("peers: %s: %s" % (name, " ".join(command)), file=sys.stderr, flush=True)
+            proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            jobs.append(Job(name, np, proc, True))
+        self._procs = [job.proc for job in jobs[1:]]
+        self._coordinator = Coordinator(self.directory, jobs, turns,
+                                        time.monotonic() + timeout_s)
+        self._error = None
+        self._thread = threading.Thread(target=self._coordinate, daemon=True)
+        self._thread.start()
+
+    def _coordinate(self):
+        try:
+            self._coordinator.run()
+        except Exception as exc:  # reported by finish(); the ranks see the abort
+            self._error = exc
+            self._coordinator.abort()
+
+    def finish(self, timeout_s=600):
+        """Waits for the peer jobs; returns {job name: the result its rank 0 wrote}."""
+        self._thread.join()
+        try:
+            if self._error is not None:
+                raise RuntimeError("--peers horovod: %s" % self._error)
+            for name, proc in zip(self.commands, self._procs):
+                code = proc.wait(timeout=timeout_s)
+                if code != 0:
+                    raise RuntimeError("--peers horovod: %s exited with code %d"
+                                       % (name, code))
+            results = {}
+            for name in self.commands:
+                with open(os.path.join(self.directory, "result-%s.json" % name)) as stream:
+                    results[name] = json.load(stream)
+            return results
+        finally:
+            stop_all(self._procs)
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def abort(self):
+        self._coordinator.abort()
+        stop_all(self._procs)
+
+
+def write_result(directory, job, result):
+    """A peer job's rank 0 hands its figures to the coordinating rank."""
+    _write(os.path.join(directory, "result-%s.json" % job), json.dumps(result))
