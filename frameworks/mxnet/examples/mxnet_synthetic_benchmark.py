@@ -315,10 +315,10 @@ def main():
         print("compute-only bound, %d ranks:                %s" % (size, summary(bound)))
         print("tutti / compute-only bound:                  %.3f" % (total.mean() / bound.mean()))
         for job, (peer_total, version) in peer_totals.items():
-            label = "Horovod %s DistributedTrainer (%s), %d ranks:" % (
-                version, job.split("-")[1].upper(), size)
-            print("%-45s%s" % (label, summary(peer_total)))
-            print("%-45s%.3f" % ("tutti / Horovod (%s):" % job.split("-")[1].upper(),
+            mode = {"horovod-mpi": "MPI", "horovod-gloo": "Gloo"}[job]
+            print("%-48s%s" % ("Horovod %s DistributedTrainer (%s), %d ranks:"
+                               % (version, mode, size), summary(peer_total)))
+            print("%-48s%.3f" % ("tutti / Horovod (%s):" % mode,
                                  total.mean() / peer_total.mean()))
         if args.json:
             figures = {"tutti": total, "one-rank": one_rank, "local-kvstore": local,
