@@ -51,7 +51,7 @@ def horovod_python():
 
     venv = horovod_venv()
     python = os.path.join(venv, "bin", "python")
-    fix = ("build it with tools/bench/horovod-env (about 30 minutes on 2 cores), or point "
+    fix = ("build it with tools/bench/horovod-env (about 15 minutes on 2 cores), or point "
            "TUTTI_HOROVOD_VENV at an environment that has it")
     if not os.access(python, os.X_OK):
         raise PeerSetupError("--peers horovod: no Horovod benchmark environment at %s; %s"
