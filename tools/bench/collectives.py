@@ -268,7 +268,7 @@ def launch(np, args):
             if args.peers:
                 peers.Coordinator(workdir, started, turn_count(config), deadline).run()
             for job in started:
-                code = job.proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+                code = job.procs[0].wait(timeout=max(1.0, deadline - time.monotonic()))
                 if code != 0:
                     raise LaunchFailed("bench: the %d-rank launch failed (%s exited with "
                                        "code %d); see the ranks' output above"

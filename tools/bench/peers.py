@@ -117,12 +117,29 @@ class Baton:
             _write(os.path.join(self.directory, "done"), mine)
 
 
+class FileBarrier:
+    """A barrier among the ranks of a job that has no communication library at all (the
+    compute-only job): files in the shared directory."""
+
+    def __init__(self, directory, job, rank, size):
+        self.directory, self.job, self.rank, self.size = directory, job, rank, size
+        self.count = 0
+
+    def __call__(self):
+        self.count += 1
+        path = os.path.join(self.directory, "barrier-%s-%d-%%d" % (self.job, self.count))
+        _write(path % self.rank, "")
+        while not all(os.path.exists(path % rank) for rank in range(self.size)):
+            time.sleep(_POLL_S)
+
+
 class Job:
-    """A group of ranks started by one command. `frozen_between_turns`: SIGSTOP it while
-    another job has the turn."""
+    """A group of ranks started by one command (`proc`), or by one command per rank (a
+    list). `frozen_between_turns`: SIGSTOP it while another job has the turn."""
 
     def __init__(self, name, ranks, proc, frozen_between_turns):
-        self.name, self.ranks, self.proc = name, ranks, proc
+        self.name, self.ranks = name, ranks
+        self.procs = [] if proc is None else proc if isinstance(proc, list) else [proc]
         self.frozen = frozen_between_turns
         self.pids = []
 
@@ -160,9 +177,10 @@ class Coordinator:
 
     def _check(self, what):
         for job in self.jobs:
-            code = None if job.proc is None else job.proc.poll()
-            if code is not None:
-                raise JobFailed("%s exited (code %d) while %s" % (job.name, code, what))
+            for proc in job.procs:
+                code = proc.poll()
+                if code is not None:
+                    raise JobFailed("%s exited (code %d) while %s" % (job.name, code, what))
         if time.monotonic() > self.deadline:
             raise JobFailed("timed out while %s" % what)
 
@@ -247,13 +265,18 @@ def mpirun_command(np, python, argv):
     return command + [python] + list(argv)
 
 
-class HorovodPeers:
-    """Horovod's two jobs (MPI, Gloo) of a training benchmark, started and coordinated by the
-    tutti job's rank 0. `argv(controller, directory)` is the peer job's command line after the
-    Python; `turns`: how many turns every job takes (the tutti job's ranks take theirs with a
-    Baton named "tutti")."""
+COMPUTE_ONLY = "compute-only-job"
 
-    def __init__(self, np, argv, turns, timeout_s=3600):
+
+class HorovodPeers:
+    """Horovod's two jobs (MPI, Gloo) of a training benchmark, and a compute-only job, started
+    and coordinated by the tutti job's rank 0. `argv(controller, directory)` is the peer
+    job's command line after the Python; `compute_argv(rank, directory)`, if given, that of
+    one rank of the compute-only job: the same training without any communication library
+    (this Python, one process per rank, a FileBarrier between them). `turns`: how many turns
+    every job takes (the tutti job's ranks take theirs with a Baton named "tutti")."""
+
+    def __init__(self, np, argv, turns, timeout_s=3600, compute_argv=None):
         python = horovod_python()
         self.directory = tempfile.mkdtemp(prefix="tutti-peers-")
         env = clean_env(os.environ)
@@ -269,7 +292,17 @@ class HorovodPeers:
             proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
             jobs.append(Job(name, np, proc, True))
-        self._procs = [job.proc for job in jobs[1:]]
+        if compute_argv is not None:
+            plain = [subprocess.Popen([sys.executable] + compute_argv(rank, self.directory),
+                                      env=env, stdin=subprocess.DEVNULL,
+                                      start_new_session=True) for rank in range(np)]
+            print("peers: %s: %s (one process per rank)" % (
+                COMPUTE_ONLY, " ".join([sys.executable] + compute_argv("RANK", "DIR"))),
+                file=sys.stderr, flush=True)
+            jobs.append(Job(COMPUTE_ONLY, np, plain, True))
+        self._np = np
+        self._names = [job.name for job in jobs[1:]]
+        self._procs = [proc for job in jobs[1:] for proc in job.procs]
         self._coordinator = Coordinator(self.directory, jobs, turns,
                                         time.monotonic() + timeout_s)
         self._error = None
@@ -289,15 +322,18 @@ class HorovodPeers:
         try:
             if self._error is not None:
                 raise RuntimeError("--peers horovod: %s" % self._error)
-            for name, proc in zip(self.commands, self._procs):
+            for proc in self._procs:
                 code = proc.wait(timeout=timeout_s)
                 if code != 0:
-                    raise RuntimeError("--peers horovod: %s exited with code %d"
-                                       % (name, code))
+                    raise RuntimeError("--peers horovod: a peer job (%s) exited with code %d"
+                                       % (" ".join(proc.args[:3]), code))
             results = {}
-            for name in self.commands:
-                with open(os.path.join(self.directory, "result-%s.json" % name)) as stream:
-                    results[name] = json.load(stream)
+            for name in self._names:
+                if name == COMPUTE_ONLY:  # one file per rank: the job has no gather
+                    results[name] = [_load(self.directory, "%s-%d" % (name, rank))
+                                     for rank in range(self._np)]
+                else:
+                    results[name] = _load(self.directory, name)
             return results
         finally:
             stop_all(self._procs)
@@ -306,6 +342,11 @@ class HorovodPeers:
     def abort(self):
         self._coordinator.abort()
         stop_all(self._procs)
+
+
+def _load(directory, job):
+    with open(os.path.join(directory, "result-%s.json" % job)) as stream:
+        return json.load(stream)
 
 
 def write_result(directory, job, result):

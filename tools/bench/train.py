@@ -11,6 +11,7 @@ the ranks importing tutti from this build. The example is run from the source tr
 
 import argparse
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,9 @@ def main():
     parser.add_argument("--np", type=int, default=2, help="ranks (default 2)")
     parser.add_argument("--gloo", action="store_true",
                         help="launch with tuttirun (tutti's Gloo controller) instead of mpirun")
+    parser.add_argument("--mpirun-args", default="",
+                        help="extra mpirun arguments, e.g. \"--mca mpi_yield_when_idle 1\" "
+                             "(Horovod's MPI job gets the same MCA settings)")
     parser.add_argument("args", nargs=argparse.REMAINDER,
                         help="the benchmark's own arguments, after --")
     args = parser.parse_args()
@@ -45,6 +49,7 @@ def main():
         if mpirun is None:
             raise SystemExit("train: mpirun not found on PATH (apt-get install openmpi-bin)")
         command = [mpirun, "-np", str(args.np), "--bind-to", "none", "--oversubscribe"]
+        command += shlex.split(args.mpirun_args)
     command += [sys.executable, example] + extra
     print("train: %s" % " ".join(command), file=sys.stderr, flush=True)
     return subprocess.call(command, env=env, stdin=subprocess.DEVNULL)

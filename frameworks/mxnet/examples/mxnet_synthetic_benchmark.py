@@ -42,8 +42,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # This script is also Horovod's peer job under --peers horovod (an internal flag says so):
 # Horovod's API is tutti's. First: tutti.mxnet also lets MXNet 1.9 import with numpy 1.26.
+# And, with no communication library at all, one rank of the compute-only job.
 PEER_FLAG = "--as-horovod-peer"
-hvd = importlib.import_module("horovod.mxnet" if PEER_FLAG in sys.argv else "tutti.mxnet")
+COMPUTE_FLAG = "--as-compute-peer"
+hvd = (importlib.import_module("horovod.mxnet") if PEER_FLAG in sys.argv else
+       None if COMPUTE_FLAG in sys.argv else importlib.import_module("tutti.mxnet"))
 BENCH_TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                            "tools", "bench")
 
@@ -94,6 +97,8 @@ def parse_args():
     parser.add_argument("--json", default=None, help="rank 0 writes the figures here")
     parser.add_argument(PEER_FLAG, dest="peer_controller", choices=["mpi", "gloo"],
                         help=argparse.SUPPRESS)
+    parser.add_argument(COMPUTE_FLAG, dest="compute_rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--compute-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--peers-dir", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -176,6 +181,17 @@ def load_peers():
 
 def peer_argv(controller, directory):
     """The command line of Horovod's job: this script with the same settings."""
+    return own_argv() + [PEER_FLAG, controller, "--peers-dir", directory]
+
+
+def compute_argv(size):
+    """The command line of one rank of the compute-only job."""
+    return lambda rank, directory: own_argv() + [COMPUTE_FLAG, str(rank), "--compute-size",
+                                                 str(size), "--peers-dir", directory]
+
+
+def own_argv():
+    """This script and its settings, without the options of the coordinating job."""
     argv, skip = [], False
     for arg in sys.argv[1:]:
         if skip:
@@ -184,15 +200,14 @@ def peer_argv(controller, directory):
             skip = True
         elif not arg.startswith(("--peers=", "--json=")):
             argv.append(arg)
-    return [os.path.abspath(__file__)] + argv + [PEER_FLAG, controller, "--peers-dir",
-                                                 directory]
+    return [os.path.abspath(__file__)] + argv
 
 
 def barrier():
     hvd.allreduce(mx.nd.zeros(1), name="bench.barrier").wait_to_read()
 
 
-def distributed_phase(args, steps, baton):
+def distributed_phase(args, steps, baton, barrier=barrier):
     """Phase 1: the steps take turns iteration by iteration (the order rotating), one
     turn of the launch each iteration; returns {label: rates}."""
     def turn():
@@ -210,6 +225,21 @@ def distributed_phase(args, steps, baton):
                 barrier()  # all ranks start together (compute-only meets nowhere else)
                 rates[label].append(timed_iteration(args, steps[label]))
     return {label: np.array(r) for label, r in rates.items()}
+
+
+def run_as_compute_peer(args, optimizer):
+    """One rank of the compute-only job: phase 1 with a plain gluon.Trainer, no
+    communication library in the process, taking turns like the other jobs."""
+    peers = load_peers()
+    rank, job = args.compute_rank, peers.COMPUTE_ONLY
+    barrier = peers.FileBarrier(args.peers_dir, job, rank, args.compute_size)
+    baton = peers.Baton(args.peers_dir, job, rank, barrier)
+    steps = {job: make_step(args, lambda params: gluon.Trainer(params, *optimizer, kvstore=None),
+                            [mx.cpu()], seed=rank)}
+    baton.ready()
+    rates = distributed_phase(args, steps, baton, barrier)[job]
+    peers.write_result(args.peers_dir, "%s-%d" % (job, rank), {"rates": rates.tolist()})
+    return 0
 
 
 def run_as_peer(args, optimizer, compression):
@@ -238,6 +268,8 @@ def run_as_peer(args, optimizer, compression):
 def main():
     args = parse_args()
     optimizer = ("sgd", {"learning_rate": 0.01, "momentum": 0.9})
+    if args.compute_rank is not None:
+        return run_as_compute_peer(args, optimizer)
     compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
     if args.peer_controller:
         return run_as_peer(args, optimizer, compression)
@@ -252,7 +284,8 @@ def main():
         directory = None
         if rank == 0:
             try:
-                horovod = peers.HorovodPeers(size, peer_argv, args.num_iters + 1)
+                horovod = peers.HorovodPeers(size, peer_argv, args.num_iters + 1,
+                                             compute_argv=compute_argv(size))
                 directory = horovod.directory
             except peers.PeerSetupError as exc:
                 directory = "error: %s" % exc
@@ -276,10 +309,13 @@ def main():
                           name="bench.total").asnumpy()
     bound = hvd.allreduce(mx.nd.array(phase1["compute-only"], dtype="float64"), op=hvd.Sum,
                           name="bench.bound").asnumpy()
-    peer_totals = {}
+    peer_totals, compute_job = {}, None
     if horovod is not None:
-        peer_totals = {job: (np.array(peer["total"]), peer["version"])
-                       for job, peer in horovod.finish().items()}
+        for job, peer in horovod.finish().items():
+            if isinstance(peer, list):  # the compute-only job: each rank's rates
+                compute_job = np.sum([np.array(r["rates"]) for r in peer], axis=0)
+            else:
+                peer_totals[job] = (np.array(peer["total"]), peer["version"])
 
     # 2 and 3. Rank 0 alone; the others wait in the broadcast of the results.
     alone = hvd.add_process_set([0])
@@ -314,6 +350,10 @@ def main():
               % (size, total.mean() / local.mean()))
         print("compute-only bound, %d ranks:                %s" % (size, summary(bound)))
         print("tutti / compute-only bound:                  %.3f" % (total.mean() / bound.mean()))
+        if compute_job is not None:
+            print("compute-only job (no communication library): %s" % summary(compute_job))
+            print("tutti / compute-only job:                    %.3f"
+                  % (total.mean() / compute_job.mean()))
         for job, (peer_total, version) in peer_totals.items():
             mode = {"horovod-mpi": "MPI", "horovod-gloo": "Gloo"}[job]
             print("%-48s%s" % ("Horovod %s DistributedTrainer (%s), %d ranks:"
@@ -324,6 +364,8 @@ def main():
             figures = {"tutti": total, "one-rank": one_rank, "local-kvstore": local,
                        "compute-only": bound}
             figures.update({job: t for job, (t, _) in peer_totals.items()})
+            if compute_job is not None:
+                figures["compute-only-job"] = compute_job
             with open(args.json, "w") as stream:
                 json.dump({"model": args.model, "batch_size": args.batch_size, "ranks": size,
                            "controller": controller, "argv": sys.argv,

@@ -50,8 +50,11 @@ import torch.nn.functional as F
 
 # This script is also Horovod's peer job under --peers horovod (an internal flag says so):
 # Horovod's API is tutti's, so the very same code trains with either.
+# And, with no communication library at all, one rank of the compute-only job.
 PEER_FLAG = "--as-horovod-peer"
-hvd = importlib.import_module("horovod.torch" if PEER_FLAG in sys.argv else "tutti.torch")
+COMPUTE_FLAG = "--as-compute-peer"
+hvd = (importlib.import_module("horovod.torch") if PEER_FLAG in sys.argv else
+       None if COMPUTE_FLAG in sys.argv else importlib.import_module("tutti.torch"))
 BENCH_TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                            "tools", "bench")
 
@@ -76,6 +79,8 @@ def parse_args():
     parser.add_argument("--json", default=None, help="rank 0 writes the figures here")
     parser.add_argument(PEER_FLAG, dest="peer_controller", choices=["mpi", "gloo"],
                         help=argparse.SUPPRESS)
+    parser.add_argument(COMPUTE_FLAG, dest="compute_rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--compute-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--peers-dir", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -187,6 +192,17 @@ def load_peers():
 
 def peer_argv(controller, directory):
     """The command line of Horovod's job: this script with the same settings."""
+    return own_argv() + [PEER_FLAG, controller, "--peers-dir", directory]
+
+
+def compute_argv(size):
+    """The command line of one rank of the compute-only job."""
+    return lambda rank, directory: own_argv() + [COMPUTE_FLAG, str(rank), "--compute-size",
+                                                 str(size), "--peers-dir", directory]
+
+
+def own_argv():
+    """This script and its settings, without the options of the coordinating job."""
     argv, skip = [], False
     for arg in sys.argv[1:]:
         if skip:
@@ -195,12 +211,12 @@ def peer_argv(controller, directory):
             skip = True
         elif not arg.startswith(("--peers=", "--json=")):
             argv.append(arg)
-    return [os.path.abspath(__file__)] + argv + [PEER_FLAG, controller, "--peers-dir",
-                                                 directory]
+    return [os.path.abspath(__file__)] + argv
 
 
-def time_iteration(args, trainer):
-    hvd.barrier()  # every rank starts together (the compute-only ranks meet nowhere else)
+def time_iteration(args, trainer, barrier=None):
+    # Every rank starts together (the compute-only ranks meet nowhere else).
+    (barrier or hvd.barrier)()
     start = time.perf_counter()
     trainer.run(args.num_batches_per_iter)
     return images_per_second(args, time.perf_counter() - start)
@@ -233,6 +249,27 @@ def run_as_peer(args):
     hvd.shutdown()
 
 
+def run_as_compute_peer(args):
+    """One rank of the compute-only job: the same model trained with a plain optimizer, no
+    communication library in the process, taking turns like the other jobs."""
+    peers = load_peers()
+    torch.set_num_threads(1)
+    rank, job = args.compute_rank, peers.COMPUTE_ONLY
+    barrier = peers.FileBarrier(args.peers_dir, job, rank, args.compute_size)
+    baton = peers.Baton(args.peers_dir, job, rank, barrier)
+    trainer = make_trainer(args, plain)
+    baton.ready()
+    with baton.turn():
+        trainer.run(args.num_warmup_batches)
+    rates = []
+    for _ in range(args.num_iters):
+        with baton.turn():
+            rates.append(time_iteration(args, trainer, barrier))
+    with baton.turn():
+        pass
+    peers.write_result(args.peers_dir, "%s-%d" % (job, rank), {"rates": rates})
+
+
 def summary(args, label, rates):
     """This rank's median images/s and the 25th-75th percentile range over the timed
     iterations (medians resist the bursts of other load on a shared machine), and the
@@ -246,13 +283,16 @@ def summary(args, label, rates):
 
 NAMES = {"tutti": "tutti DistributedOptimizer", "ddp": "torch DDP (gloo)",
          "horovod-mpi": "Horovod 0.28.1 (MPI)", "horovod-gloo": "Horovod 0.28.1 (Gloo)",
-         "compute-only": "compute-only bound"}
+         "compute-only": "compute-only bound",
+         "compute-only-job": "compute-only job"}
 
 
 def main():
     args = parse_args()
     if args.peer_controller:
         return run_as_peer(args)
+    if args.compute_rank is not None:
+        return run_as_compute_peer(args)
     hvd.init()
     torch.set_num_threads(1)
     rank, size = hvd.rank(), hvd.size()
@@ -268,7 +308,8 @@ def main():
         peers = load_peers()
         if rank == 0:
             try:
-                horovod = peers.HorovodPeers(size, peer_argv, args.num_iters + 2)
+                horovod = peers.HorovodPeers(size, peer_argv, args.num_iters + 2,
+                                             compute_argv=compute_argv(size))
                 directory = horovod.directory
             except peers.PeerSetupError as exc:
                 directory = "error: %s" % exc
@@ -313,8 +354,13 @@ def main():
     peer_versions = {}
     if horovod is not None:
         for job, peer in horovod.finish().items():
-            results[job] = tuple(peer["figures"])
-            peer_versions[job] = peer["version"]
+            if isinstance(peer, list):  # the compute-only job: each rank's rates
+                medians = [statistics.median(rank_result["rates"]) for rank_result in peer]
+                quartiles = statistics.quantiles(peer[0]["rates"], n=4)
+                results[job] = (medians[0], (quartiles[0], quartiles[2]), sum(medians))
+            else:
+                results[job] = tuple(peer["figures"])
+                peer_versions[job] = peer["version"]
     if rank == 0:
         report(args, size, controller, alone, results, peer_versions)
     if not args.no_ddp:
@@ -327,16 +373,21 @@ def report(args, size, controller, alone, results, peer_versions):
     if single:
         print("1 rank alone: %.1f img/s (before %.1f, after %.1f)" % (single, *alone))
     bound = results.get("compute-only")
-    order = ["tutti", "ddp", "horovod-mpi", "horovod-gloo", "compute-only"]
+    order = ["tutti", "ddp", "horovod-mpi", "horovod-gloo", "compute-only", "compute-only-job"]
     for label in [name for name in order if name in results]:
         median, (low, high), total = results[label]
         line = "%-28s %.1f img/s per rank (%.1f-%.1f), total %.1f img/s" % (
             NAMES[label] + ":", median, low, high, total)
-        if bound and label != "compute-only":
+        if bound and not label.startswith("compute-only"):
             line += ", %.1f%% of the compute-only bound" % (100.0 * total / bound[2])
         if single:
             line += ", scaling efficiency %.1f%%" % (100.0 * total / (size * single))
         print(line, flush=True)
+    job = results.get("compute-only-job")
+    if job:
+        print("share of the compute-only job (no communication library in the processes): "
+              + ", ".join("%s %.3f" % (label, results[label][2] / job[2]) for label in order
+                          if label in results and label != "compute-only-job"), flush=True)
     tutti_total = results["tutti"][2]
     for label, text in (("ddp", "DDP"), ("horovod-mpi", "Horovod (MPI)"),
                         ("horovod-gloo", "Horovod (Gloo)")):
