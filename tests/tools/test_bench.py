@@ -50,3 +50,23 @@ def test_quick_run_on_two_ranks_covers_every_cell(tmp_path):
     assert sorted(r["impl"] for r in run["latency"]) == sorted(IMPLS)
     assert run["targets"], run
     assert (tmp_path / "bench.png").stat().st_size > 0
+
+
+def test_peers_horovod_without_its_environment_says_how_to_build_it(tmp_path):
+    # Horovod is never built for the tests: --peers horovod must stop at once with the fix.
+    missing = tmp_path / "no-horovod-venv"
+    result = launch.run([sys.executable, SCRIPT, "--quick", "--np", "2", "--peers", "horovod",
+                         "--json", str(tmp_path / "bench.json")],
+                        env={"TUTTI_HOROVOD_VENV": str(missing)}, timeout=60)
+    assert result.returncode == 2, launch.describe(result)
+    assert ("--peers horovod: no Horovod benchmark environment at %s" % missing
+            in result.stderr), launch.describe(result)
+    assert "tools/bench/horovod-env" in result.stderr, launch.describe(result)
+    assert not (tmp_path / "bench.json").exists()
+
+
+def test_unknown_peer_is_refused(tmp_path):
+    result = launch.run([sys.executable, SCRIPT, "--peers", "nccl"], timeout=60)
+    assert result.returncode == 2, launch.describe(result)
+    assert "--peers: unknown peer 'nccl'; choose from horovod" in result.stderr, \
+        launch.describe(result)

@@ -3,9 +3,12 @@ tutti.torch), raw MPI (mpi4py) and torch.distributed (Gloo), measured in one lau
 count on the same buffers. See docs/benchmarks.md.
 
     tools/bench/run [--np 2,4] [--quick] [--sizes 4,64K,16M] [--json FILE] [--plot FILE]
+                    [--peers horovod]
 
 Starts `mpirun -np N python worker.py` for each rank count, then prints the table, writes
-the JSON and draws the PNG.
+the JSON and draws the PNG. With --peers horovod, Horovod 0.28.1's jobs (over MPI and over
+Gloo, from the environment tools/bench/horovod-env builds) run beside it and take turns
+with it (peers.py).
 """
 
 import argparse
@@ -23,6 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import peers  # noqa: E402
 import report  # noqa: E402
 import sessions  # noqa: E402  (imports nothing of tutti at module level)
 
@@ -80,6 +84,17 @@ def implementation_names(shm):
     return names
 
 
+HOROVOD_CONTROLLERS = ("mpi", "gloo")
+
+
+def peer_name(text):
+    text = text.strip()
+    if text not in peers.PEERS:
+        raise argparse.ArgumentTypeError("unknown peer %r; choose from %s"
+                                          % (text, ", ".join(peers.PEERS)))
+    return text
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="tools/bench/run", description=__doc__.split("\n\n")[0],
@@ -115,6 +130,11 @@ def parse_args(argv):
                              "which keeps MPI figures steady on a busy machine")
     parser.add_argument("--mpirun-args", default="",
                         help="extra mpirun arguments, e.g. \"--mca btl self,vader\"")
+    parser.add_argument("--peers", type=comma_list(peer_name), default=[],
+                        help="also run these libraries' jobs in the same launch, taking "
+                             "turns with tutti's: horovod (Horovod 0.28.1 over MPI and over "
+                             "Gloo, from the environment tools/bench/horovod-env builds; "
+                             "TUTTI_HOROVOD_VENV overrides its path)")
     parser.add_argument("--json", default=None,
                         help="where to write the results (default: build/bench/collectives.json)")
     parser.add_argument("--plot", default=None,
@@ -133,6 +153,7 @@ def parse_args(argv):
                          % (wanted, wanted + "-", ", ".join(known)))
     if args.impls and "mpi4py" not in args.impls:
         args.impls.append("mpi4py")
+    args.peers = list(dict.fromkeys(args.peers))
     if args.np is None:
         args.np = [2] if args.quick else [2, 4]
     if args.sizes is None:
@@ -181,7 +202,7 @@ def worker_config(args, workdir):
     }
 
 
-def mpirun_command(np, args, worker, config_path):
+def mpirun_command(np, args, worker, config_path, python=None, extra=()):
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise SystemExit("bench: mpirun not found on PATH (install openmpi-bin, or run "
@@ -194,17 +215,28 @@ def mpirun_command(np, args, worker, config_path):
         # A polling rank that never yields loses whole scheduler slices to any other
         # process on its core; mpi4py and tutti's MPI mode get the same setting.
         command += ["--mca", "mpi_yield_when_idle", "1"]
-    return command + shlex.split(args.mpirun_args) + [sys.executable, worker, config_path]
+    return (command + shlex.split(args.mpirun_args)
+            + [python or sys.executable, worker, config_path] + list(extra))
 
 
 class LaunchFailed(Exception):
     pass
 
 
+def turn_count(config):
+    """How many turns every job of a launch takes (worker.py: one per size and round of the
+    sweep, one per round of each other test)."""
+    rounds = config["rounds"]
+    return rounds * (len(config["sizes"]) + bool(config["fused_count"])
+                     + bool(config["latency_samples"]))
+
+
 def launch(np, args):
-    """Runs one launch on `np` ranks; returns rank 0's results."""
+    """Runs one launch on `np` ranks; returns rank 0's results (with the peers' rows)."""
     with tempfile.TemporaryDirectory(prefix="tutti-bench-") as workdir:
         config = worker_config(args, workdir)
+        if args.peers:
+            config["peers_dir"] = workdir
         config_path = os.path.join(workdir, "config.json")
         with open(config_path, "w") as stream:
             json.dump(config, stream)
@@ -212,32 +244,71 @@ def launch(np, args):
         env = dict(os.environ)
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        peer_env = peers.clean_env(env)
         # The ranks import the same tutti, torch and mpi4py as this process.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        print("bench: %s" % " ".join(command), file=sys.stderr, flush=True)
-        proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        jobs = [("tutti", command, env, False)]
+        if "horovod" in args.peers:
+            worker = os.path.join(HERE, "horovod_worker.py")
+            jobs.append(("horovod-mpi", mpirun_command(np, args, worker, config_path,
+                                                      args.horovod_python, ["mpi"]),
+                         peer_env, True))
+            jobs.append(("horovod-gloo", peers.horovodrun_command(
+                np, args.horovod_python, [worker, config_path, "gloo"]), peer_env, True))
+        procs, started = [], []
+        deadline = time.monotonic() + args.timeout
         try:
-            code = proc.wait(timeout=args.timeout)
+            for name, job_command, job_env, frozen in jobs:
+                print("bench: %s: %s" % (name, " ".join(job_command)), file=sys.stderr,
+                      flush=True)
+                proc = subprocess.Popen(job_command, env=job_env, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+                procs.append(proc)
+                started.append(peers.Job(name, np, proc, frozen))
+            if args.peers:
+                peers.Coordinator(workdir, started, turn_count(config), deadline).run()
+            for job in started:
+                code = job.procs[0].wait(timeout=max(1.0, deadline - time.monotonic()))
+                if code != 0:
+                    raise LaunchFailed("bench: the %d-rank launch failed (%s exited with "
+                                       "code %d); see the ranks' output above"
+                                       % (np, job.name, code))
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            peers.stop_all(procs)
             raise LaunchFailed("bench: the %d-rank launch did not finish within %.0f s "
                              "(raise --timeout, or look for a hung collective above)"
                              % (np, args.timeout))
-        except KeyboardInterrupt:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait()
+        except peers.JobFailed as exc:
+            peers.stop_all(procs)
+            raise LaunchFailed("bench: the %d-rank launch failed: %s; see the ranks' output "
+                               "above" % (np, exc))
+        except BaseException:
+            peers.stop_all(procs)
             raise
-        if code != 0:
-            raise LaunchFailed("bench: the %d-rank launch failed (exit code %d); see the ranks' "
-                             "output above" % (np, code))
         with open(config["result"]) as stream:
             result = json.load(stream)
+        for name, job_command, _, _ in jobs[1:]:
+            merge_peer(result, config["result"] + "." + name)
         result["config"] = {k: v for k, v in config.items()
-                            if k not in ("torch_store", "result")}
+                            if k not in ("torch_store", "result", "peers_dir")}
         result["command"] = command[:-1] + ["CONFIG.json"]
+        if args.peers:
+            result["peer_commands"] = {name: [a if a != config_path else "CONFIG.json"
+                                              for a in job_command]
+                                       for name, job_command, _, _ in jobs[1:]}
         return result
+
+
+def merge_peer(result, path):
+    """Adds a peer job's rows to the tutti job's result (ratios are then taken against the
+    tutti job's mpi4py and torch-gloo rows of the same launch)."""
+    with open(path) as stream:
+        peer = json.load(stream)
+    result["impls"] += peer["impls"]
+    result.setdefault("versions", {}).update(peer.get("versions", {}))
+    for key in ("sweep", "fused", "latency"):
+        if key in peer:
+            result.setdefault(key, []).extend(peer[key])
 
 
 def check_imports():
@@ -261,6 +332,13 @@ def check_imports():
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     check_imports()
+    args.horovod_python = None
+    if "horovod" in args.peers:
+        try:
+            args.horovod_python = peers.horovod_python()
+        except peers.PeerSetupError as exc:
+            print("bench: %s" % exc, file=sys.stderr)
+            return 2
     started, load_before = time.time(), os.getloadavg()[0]
     runs, failure = [], None
     for np in args.np:

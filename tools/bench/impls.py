@@ -178,3 +178,31 @@ def as_numpy(result):
     if isinstance(result, numpy.ndarray):
         return result
     return result.numpy()
+
+
+class HorovodTorch(Implementation):
+    """Horovod 0.28.1 through horovod.torch on CPU tensors (`--peers horovod`; runs in its
+    own job under the Horovod benchmark environment, see horovod_worker.py). The same calls
+    as TuttiTorch: Horovod's API is tutti's."""
+
+    def __init__(self, hvd, controller):
+        import torch
+
+        self._torch = torch
+        self._hvd = hvd
+        self.name = "horovod-%s-torch" % controller
+
+    def wrap(self, array):
+        return self._torch.from_numpy(array)
+
+    def allreduce(self, buf, name):
+        self._hvd.allreduce_(buf, op=self._hvd.Sum, name=name)
+
+    def allgather(self, buf, out, name):
+        return self._hvd.allgather(buf, name=name)
+
+    def broadcast(self, buf, name):
+        self._hvd.broadcast_(buf, root_rank=0, name=name)
+
+    def allreduce_many(self, bufs, prefix):
+        self.last_submit_s = _submit_then_wait(self._hvd, bufs, prefix)

@@ -8,6 +8,10 @@ FileStore), and tutti, switched between its modes by sessions.Sessions. Measurem
 interleaved: the implementations take turns, each turn taking a share of the samples, so
 slow phases of a shared machine hit all of them. Rank 0 writes the samples to the config's
 "result" path.
+
+With `--peers horovod` the same functions also run Horovod's job (horovod_worker.py), and
+every (size, round) of the sweep and every round of the other tests is one turn of the
+launch's turn-taking (peers.py).
 """
 
 import json
@@ -16,10 +20,10 @@ import sys
 import time
 
 import numpy
-from mpi4py import MPI
 
 import impls as impl_mod
 import measure
+import peers
 import sessions as sessions_mod
 
 
@@ -85,7 +89,17 @@ def prepare(impl, collective, comm, x, out, name):
     raise ValueError("unknown collective %r" % collective)
 
 
-def sweep(comm, config, groups, sessions):
+class NoSessions:
+    """For jobs without tutti (Horovod's)."""
+
+    def activate(self, mode):
+        pass
+
+
+INERT = peers.Baton(None, None, 0, None)
+
+
+def sweep(comm, config, groups, sessions, baton=INERT):
     """For each size, `rounds` turns of every group; each turn takes its share of every
     cell's samples, so a noisy spell of the machine is shared out among the
     implementations instead of spoiling one of them."""
@@ -97,27 +111,11 @@ def sweep(comm, config, groups, sessions):
         out = numpy.zeros(n * (size // 4), dtype=numpy.float32)
         plans = {}  # (impl, collective) -> (call, calls per sample, samples per round)
         for round_index in range(rounds):
-            for group in rotated(groups, index + round_index):
-                sessions.activate(group.mode)
-                for impl in group.members:
-                    for collective in config["collectives"]:
-                        key = (impl.name, collective)
-                        name = "bench.%s.%s.%d" % (impl.name, collective, size)
-                        # Every turn checks the result once more: that also resets the
-                        # input and warms up a freshly started tutti session.
-                        call = prepare(impl, collective, comm, x, out, name)
-                        if key not in plans:
-                            calls, count = measure.plan(
-                                comm, call, config["target_s"], config["max_calls"],
-                                config["samples"], config["min_samples"],
-                                config["cell_budget_s"])
-                            plans[key] = (calls, -(-count // rounds))
-                        calls, share = plans[key]
-                        times = measure.samples(comm, call, share, calls)
-                        if comm.rank == 0:
-                            rows.setdefault((collective, size, impl.name), {
-                                "collective": collective, "bytes": size, "impl": impl.name,
-                                "calls_per_sample": calls, "samples_s": []})["samples_s"] += times
+            with baton.turn():
+                sweep_turn(comm, config, groups, sessions, size, x, out, plans, rows,
+                           index + round_index)
+                if baton.directory:
+                    sessions.activate(None)  # no tutti thread while the peers run
         sessions.activate(None)
         del x, out
         if comm.rank == 0:
@@ -126,82 +124,115 @@ def sweep(comm, config, groups, sessions):
     return list(rows.values())
 
 
+def sweep_turn(comm, config, groups, sessions, size, x, out, plans, rows, rotation):
+    """One turn of the sweep at one size: every group runs its share of every cell."""
+    rounds = config["rounds"]
+    for group in rotated(groups, rotation):
+        sessions.activate(group.mode)
+        for impl in group.members:
+            for collective in config["collectives"]:
+                key = (impl.name, collective)
+                name = "bench.%s.%s.%d" % (impl.name, collective, size)
+                # Every turn checks the result once more: that also resets the
+                # input and warms up a freshly started tutti session.
+                call = prepare(impl, collective, comm, x, out, name)
+                if key not in plans:
+                    calls, count = measure.plan(
+                        comm, call, config["target_s"], config["max_calls"],
+                        config["samples"], config["min_samples"],
+                        config["cell_budget_s"])
+                    plans[key] = (calls, -(-count // rounds))
+                calls, share = plans[key]
+                times = measure.samples(comm, call, share, calls)
+                if comm.rank == 0:
+                    rows.setdefault((collective, size, impl.name), {
+                        "collective": collective, "bytes": size, "impl": impl.name,
+                        "calls_per_sample": calls, "samples_s": []})["samples_s"] += times
+
+
 # ---- 100 small tensors submitted at once ----
 
-def fused(comm, config, groups, sessions):
+def fused(comm, config, groups, sessions, baton=INERT):
     """`count` buffers of `each` bytes, all submitted, then all waited for. The reference is
     mpi4py reducing one buffer of the same total size in one call."""
     count, each = config["fused_count"], config["fused_bytes"]
     n, rank = comm.size, comm.rank
     bufs = [numpy.zeros(each // 4, dtype=numpy.float32) for _ in range(count)]
     whole = numpy.zeros(count * each // 4, dtype=numpy.float32)
-    mpi = impl_mod.Mpi4py(comm)
+    mpi = None
     results = {}
     rounds = config["rounds"]
     for round_index in range(rounds):
-        for group in rotated(groups, round_index):
-            sessions.activate(group.mode)
-            items = []
-            for impl in group.members:
-                wrapped = [impl.wrap(b) for b in bufs]
-                prefix = "bench.%s.fused" % impl.name
-                label = "%s %d x %d B" % (impl.name, count, each)
-                for b in bufs:
-                    b.fill(rank + 1)
-                impl.allreduce_many(wrapped, prefix)
-                for b in bufs:
-                    if not numpy.all(b == n * (n + 1) / 2):
-                        fail(label, "expected %s, got %s" % (n * (n + 1) / 2, b[:4]))
-                    b.fill(0)
-                items.append((impl.name, label, count, impl,
-                              lambda i=impl, w=wrapped, p=prefix: i.allreduce_many(w, p)))
-                if impl.name == "mpi4py":
-                    whole.fill(rank + 1)
-                    mpi.allreduce(whole, "whole")
-                    if not numpy.all(whole == n * (n + 1) / 2):
-                        fail("mpi4py 1 x %d B" % whole.nbytes, "got %s" % whole[:4])
-                    whole.fill(0)
-                    wholew = mpi.wrap(whole)
-                    items.append(("mpi4py-1-buffer", "mpi4py 1 x %d B" % whole.nbytes, 1,
-                                  None, lambda: mpi.allreduce(wholew, "whole")))
-            for key, label, buffers, impl, call in items:
-                submits = []  # this rank's submission time in each call (tutti only)
+        with baton.turn():
+            for group in rotated(groups, round_index):
+                sessions.activate(group.mode)
+                items = []
+                for impl in group.members:
+                    wrapped = [impl.wrap(b) for b in bufs]
+                    prefix = "bench.%s.fused" % impl.name
+                    label = "%s %d x %d B" % (impl.name, count, each)
+                    for b in bufs:
+                        b.fill(rank + 1)
+                    impl.allreduce_many(wrapped, prefix)
+                    for b in bufs:
+                        if not numpy.all(b == n * (n + 1) / 2):
+                            fail(label, "expected %s, got %s" % (n * (n + 1) / 2, b[:4]))
+                        b.fill(0)
+                    items.append((impl.name, label, count, impl,
+                                  lambda i=impl, w=wrapped, p=prefix: i.allreduce_many(w, p)))
+                    if impl.name == "mpi4py":
+                        mpi = mpi or impl_mod.Mpi4py(comm)
+                        whole.fill(rank + 1)
+                        mpi.allreduce(whole, "whole")
+                        if not numpy.all(whole == n * (n + 1) / 2):
+                            fail("mpi4py 1 x %d B" % whole.nbytes, "got %s" % whole[:4])
+                        whole.fill(0)
+                        wholew = mpi.wrap(whole)
+                        items.append(("mpi4py-1-buffer", "mpi4py 1 x %d B" % whole.nbytes, 1,
+                                      None, lambda: mpi.allreduce(wholew, "whole")))
+                for key, label, buffers, impl, call in items:
+                    submits = []  # this rank's submission time in each call (tutti only)
 
-                def timed(call=call, impl=impl, submits=submits):
-                    call()
-                    if hasattr(impl, "last_submit_s"):
-                        submits.append(impl.last_submit_s)
-                times = measure.samples(comm, timed, max(1, config["fused_samples"] // rounds))
-                submits = comm.gather(submits, root=0)
-                if rank == 0:
-                    entry = results.setdefault(key, {"impl": key, "label": label,
-                                                     "buffers": buffers,
-                                                     "bytes": count * each, "samples_s": [],
-                                                     "submit_samples_s": []})
-                    entry["samples_s"].extend(times)
-                    entry["submit_samples_s"].extend(max(s) for s in zip(*submits))
+                    def timed(call=call, impl=impl, submits=submits):
+                        call()
+                        if hasattr(impl, "last_submit_s"):
+                            submits.append(impl.last_submit_s)
+                    times = measure.samples(comm, timed, max(1, config["fused_samples"] // rounds))
+                    submits = comm.gather(submits, root=0)
+                    if rank == 0:
+                        entry = results.setdefault(key, {"impl": key, "label": label,
+                                                         "buffers": buffers,
+                                                         "bytes": count * each, "samples_s": [],
+                                                         "submit_samples_s": []})
+                        entry["samples_s"].extend(times)
+                        entry["submit_samples_s"].extend(max(s) for s in zip(*submits))
+            if baton.directory:
+                sessions.activate(None)
     sessions.activate(None)
     return list(results.values())
 
 
 # ---- isolated 4-byte allreduce ----
 
-def latency(comm, config, groups, sessions):
+def latency(comm, config, groups, sessions, baton=INERT):
     x = numpy.zeros(1, dtype=numpy.float32)
     results = {}
     rounds = config["rounds"]
     for round_index in range(rounds):
-        for group in rotated(groups, round_index):
-            sessions.activate(group.mode)
-            for impl in group.members:
-                name = "bench.%s.latency" % impl.name
-                call = prepare(impl, "allreduce", comm, x, None, name)
-                times = measure.samples(comm, call, max(1, config["latency_samples"] // rounds),
-                                        idle_s=config["latency_idle_s"])
-                if comm.rank == 0:
-                    results.setdefault(impl.name, {"impl": impl.name, "bytes": 4,
-                                                   "idle_s": config["latency_idle_s"],
-                                                   "samples_s": []})["samples_s"].extend(times)
+        with baton.turn():
+            for group in rotated(groups, round_index):
+                sessions.activate(group.mode)
+                for impl in group.members:
+                    name = "bench.%s.latency" % impl.name
+                    call = prepare(impl, "allreduce", comm, x, None, name)
+                    times = measure.samples(comm, call, max(1, config["latency_samples"] // rounds),
+                                            idle_s=config["latency_idle_s"])
+                    if comm.rank == 0:
+                        results.setdefault(impl.name, {"impl": impl.name, "bytes": 4,
+                                                       "idle_s": config["latency_idle_s"],
+                                                       "samples_s": []})["samples_s"].extend(times)
+            if baton.directory:
+                sessions.activate(None)
     sessions.activate(None)
     return list(results.values())
 
@@ -209,6 +240,7 @@ def latency(comm, config, groups, sessions):
 def versions():
     import mpi4py
     import torch
+    from mpi4py import MPI
 
     import tutti.common
 
@@ -230,6 +262,8 @@ def init_torch_distributed(comm, config):
 def main():
     with open(sys.argv[1]) as stream:
         config = json.load(stream)
+    from mpi4py import MPI
+
     comm = MPI.COMM_WORLD
     import torch
 
@@ -239,14 +273,16 @@ def main():
     dist = init_torch_distributed(comm, config)
     sessions = sessions_mod.Sessions(comm)
     groups = build_groups(comm, config)
+    baton = peers.Baton(config.get("peers_dir"), "tutti", comm.rank, comm.Barrier)
+    baton.ready()
     result = {"np": comm.size, "impls": [impl.name for g in groups for impl in g.members],
               "versions": versions()}
     if config["sizes"]:
-        result["sweep"] = sweep(comm, config, groups, sessions)
+        result["sweep"] = sweep(comm, config, groups, sessions, baton)
     if config["fused_count"]:
-        result["fused"] = fused(comm, config, groups, sessions)
+        result["fused"] = fused(comm, config, groups, sessions, baton)
     if config["latency_samples"]:
-        result["latency"] = latency(comm, config, groups, sessions)
+        result["latency"] = latency(comm, config, groups, sessions, baton)
     result["tutti_inits"] = sessions.inits
     sessions.close()
     dist.destroy_process_group()

@@ -1,19 +1,31 @@
 """Synthetic-data training throughput: tutti's DistributedOptimizer against PyTorch's
-DistributedDataParallel (Gloo backend) in the same launch, and against one rank alone.
+DistributedDataParallel (Gloo backend) in the same launch, against the compute-only bound,
+against one rank alone and, with --peers horovod, against Horovod 0.28.1.
 
     mpirun -np 2 python pytorch_synthetic_benchmark.py --model cnn
     tuttirun -np 2 python pytorch_synthetic_benchmark.py --model mlp --batch-size 64
+    mpirun -np 2 python pytorch_synthetic_benchmark.py --model cnn --peers horovod
 
 Every rank runs one compute thread (torch.set_num_threads(1)). The run has three parts:
 1. baseline: rank 0 trains the model alone, without any communication, while the other
    ranks wait (measured before and after the distributed parts; the mean is used);
 2. the distributed parts: each timed iteration runs --num-batches-per-iter batches with
-   tutti's DistributedOptimizer and then the same number with DDP, alternating, so that
-   both see the same machine load;
+   tutti's DistributedOptimizer, the same number with DDP, and the same number with a
+   plain optimizer on every rank at once ("compute-only": every collective removed, so the
+   machine's own contention between the ranks is not counted against the others), taking
+   turns (the order rotates each iteration) so that all see the same machine load;
 3. a summary: images/s per rank (median and quartiles over the iterations), the job's
-   total (sum of the ranks' medians), tutti / DDP, and scaling efficiency =
+   total (sum of the ranks' medians), tutti / DDP, the efficiency against the
+   compute-only bound (total / compute-only total) and the scaling efficiency =
    total / (ranks x the baseline's images/s; median of its iterations, mean of before
    and after).
+
+--peers horovod: rank 0 also starts this script twice under the Python of the Horovod
+benchmark environment (tools/bench/horovod-env, or TUTTI_HOROVOD_VENV), as Horovod jobs
+over MPI (mpirun) and over Gloo (horovodrun --gloo) with the same model, batch and
+DistributedOptimizer; the jobs take turns with this one iteration by iteration, each frozen
+while another runs (tools/bench/peers.py), and their rows join the summary. The script must
+be run from the source tree (it needs tools/bench).
 
 DDP's process group is started with init_method="env://": MASTER_ADDR and MASTER_PORT are
 taken from the environment when the launcher sets them, else 127.0.0.1 and a free port
@@ -23,16 +35,28 @@ chosen by rank 0 (single-host jobs). Models are defined here (no torchvision):
 """
 
 import argparse
+import contextlib
+import importlib
+import json
 import os
 import socket
 import statistics
+import sys
 import time
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-import tutti.torch as hvd
+# This script is also Horovod's peer job under --peers horovod (an internal flag says so):
+# Horovod's API is tutti's, so the very same code trains with either.
+# And, with no communication library at all, one rank of the compute-only job.
+PEER_FLAG = "--as-horovod-peer"
+COMPUTE_FLAG = "--as-compute-peer"
+hvd = (importlib.import_module("horovod.torch") if PEER_FLAG in sys.argv else
+       None if COMPUTE_FLAG in sys.argv else importlib.import_module("tutti.torch"))
+BENCH_TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                           "tools", "bench")
 
 
 def parse_args():
@@ -48,6 +72,16 @@ def parse_args():
                         help="tutti: reduce gradients as float16 (Compression.fp16)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the 1-rank baseline")
     parser.add_argument("--no-ddp", action="store_true", help="skip DistributedDataParallel")
+    parser.add_argument("--no-compute-only", action="store_true",
+                        help="skip the compute-only bound")
+    parser.add_argument("--peers", choices=["horovod"], default=None,
+                        help="also measure Horovod 0.28.1 (MPI and Gloo) in the same launch")
+    parser.add_argument("--json", default=None, help="rank 0 writes the figures here")
+    parser.add_argument(PEER_FLAG, dest="peer_controller", choices=["mpi", "gloo"],
+                        help=argparse.SUPPRESS)
+    parser.add_argument(COMPUTE_FLAG, dest="compute_rank", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--compute-size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--peers-dir", help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -145,6 +179,97 @@ def measure_alone(args, trainer):
     return rate
 
 
+def load_peers():
+    """tools/bench/peers.py (turn-taking with Horovod's jobs)."""
+    if not os.path.exists(os.path.join(BENCH_TOOLS, "peers.py")):
+        raise SystemExit("--peers horovod needs tools/bench/peers.py: run this script from "
+                         "tutti's source tree")
+    sys.path.insert(0, os.path.abspath(BENCH_TOOLS))
+    import peers
+
+    return peers
+
+
+def peer_argv(controller, directory):
+    """The command line of Horovod's job: this script with the same settings."""
+    return own_argv() + [PEER_FLAG, controller, "--peers-dir", directory]
+
+
+def compute_argv(size):
+    """The command line of one rank of the compute-only job."""
+    return lambda rank, directory: own_argv() + [COMPUTE_FLAG, str(rank), "--compute-size",
+                                                 str(size), "--peers-dir", directory]
+
+
+def own_argv():
+    """This script and its settings, without the options of the coordinating job."""
+    argv, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif arg in ("--peers", "--json"):
+            skip = True
+        elif not arg.startswith(("--peers=", "--json=")):
+            argv.append(arg)
+    return [os.path.abspath(__file__)] + argv
+
+
+def time_iteration(args, trainer, barrier=None):
+    # Every rank starts together (the compute-only ranks meet nowhere else).
+    (barrier or hvd.barrier)()
+    start = time.perf_counter()
+    trainer.run(args.num_batches_per_iter)
+    return images_per_second(args, time.perf_counter() - start)
+
+
+def run_as_peer(args):
+    """Horovod's job: warm-up in the first turn, one timed iteration per turn, then the
+    figures to the coordinating rank."""
+    peers = load_peers()
+    hvd.init()
+    torch.set_num_threads(1)
+    job = "horovod-" + args.peer_controller
+    baton = peers.Baton(args.peers_dir, job, hvd.rank(), hvd.barrier)
+    trainer = make_trainer(args, tutti_wrap(args))
+    baton.ready()
+    with baton.turn():
+        trainer.run(args.num_warmup_batches)
+    rates = []
+    for _ in range(args.num_iters):
+        with baton.turn():
+            rates.append(time_iteration(args, trainer))
+    with baton.turn():
+        pass  # the other jobs' final baseline
+    figures = summary(args, job, rates)
+    if hvd.rank() == 0:
+        import horovod
+
+        peers.write_result(args.peers_dir, job, {"figures": figures,
+                                                 "version": horovod.__version__})
+    hvd.shutdown()
+
+
+def run_as_compute_peer(args):
+    """One rank of the compute-only job: the same model trained with a plain optimizer, no
+    communication library in the process, taking turns like the other jobs."""
+    peers = load_peers()
+    torch.set_num_threads(1)
+    rank, job = args.compute_rank, peers.COMPUTE_ONLY
+    barrier = peers.FileBarrier(args.peers_dir, job, rank, args.compute_size)
+    baton = peers.Baton(args.peers_dir, job, rank, barrier)
+    trainer = make_trainer(args, plain)
+    baton.ready()
+    with baton.turn():
+        trainer.run(args.num_warmup_batches)
+    rates = []
+    for _ in range(args.num_iters):
+        with baton.turn():
+            rates.append(time_iteration(args, trainer, barrier))
+    with baton.turn():
+        pass
+    peers.write_result(args.peers_dir, "%s-%d" % (job, rank), {"rates": rates})
+
+
 def summary(args, label, rates):
     """This rank's median images/s and the 25th-75th percentile range over the timed
     iterations (medians resist the bursts of other load on a shared machine), and the
@@ -156,8 +281,18 @@ def summary(args, label, rates):
     return median, (quartiles[0], quartiles[2]), total
 
 
+NAMES = {"tutti": "tutti DistributedOptimizer", "ddp": "torch DDP (gloo)",
+         "horovod-mpi": "Horovod 0.28.1 (MPI)", "horovod-gloo": "Horovod 0.28.1 (Gloo)",
+         "compute-only": "compute-only bound",
+         "compute-only-job": "compute-only job"}
+
+
 def main():
     args = parse_args()
+    if args.peer_controller:
+        return run_as_peer(args)
+    if args.compute_rank is not None:
+        return run_as_compute_peer(args)
     hvd.init()
     torch.set_num_threads(1)
     rank, size = hvd.rank(), hvd.size()
@@ -166,43 +301,109 @@ def main():
     log("model %s, batch size %d per rank, %d ranks (%s), 1 compute thread per rank"
         % (args.model, args.batch_size, size, controller))
 
-    alone = []
-    if not args.no_baseline:
-        baseline = make_trainer(args, plain)
-        alone.append(measure_alone(args, baseline))
+    # With peers, rank 0 starts Horovod's jobs and hands out the turns: one for the
+    # warm-up and the first baseline, one per timed iteration, one for the last baseline.
+    horovod, directory = None, None
+    if args.peers:
+        peers = load_peers()
+        if rank == 0:
+            try:
+                horovod = peers.HorovodPeers(size, peer_argv, args.num_iters + 2,
+                                             compute_argv=compute_argv(size))
+                directory = horovod.directory
+            except peers.PeerSetupError as exc:
+                directory = "error: %s" % exc
+        directory = hvd.broadcast_object(directory, 0, name="peers.dir")
+        if directory.startswith("error: "):
+            raise SystemExit(directory[len("error: "):])
+        baton = peers.Baton(directory, "tutti", rank, hvd.barrier)
+    else:
+        baton = None
 
+    def turn():
+        return baton.turn() if baton else contextlib.nullcontext()
+
+    baseline = make_trainer(args, plain) if not args.no_baseline else None
     runs = {"tutti": make_trainer(args, tutti_wrap(args))}
     if not args.no_ddp:
         start_ddp()
         runs["ddp"] = make_trainer(args, ddp_wrap)
-    for trainer in runs.values():
-        trainer.run(args.num_warmup_batches)
-    rates = {label: [] for label in runs}
-    for _ in range(args.num_iters):
-        for label, trainer in runs.items():
-            start = time.perf_counter()
-            trainer.run(args.num_batches_per_iter)
-            rates[label].append(images_per_second(args, time.perf_counter() - start))
+    if not args.no_compute_only:
+        runs["compute-only"] = make_trainer(args, plain)
+    if baton:
+        baton.ready()
 
-    if not args.no_baseline:
-        alone.append(measure_alone(args, baseline))
+    alone = []
+    with turn():
+        if baseline:
+            alone.append(measure_alone(args, baseline))
+        for trainer in runs.values():
+            trainer.run(args.num_warmup_batches)
+    rates = {label: [] for label in runs}
+    labels = list(runs)
+    for iteration in range(args.num_iters):
+        with turn():
+            shift = iteration % len(labels)
+            for label in labels[shift:] + labels[:shift]:
+                rates[label].append(time_iteration(args, runs[label]))
+    with turn():
+        if baseline:
+            alone.append(measure_alone(args, baseline))
+
     results = {label: summary(args, label, r) for label, r in rates.items()}
+    peer_versions = {}
+    if horovod is not None:
+        for job, peer in horovod.finish().items():
+            if isinstance(peer, list):  # the compute-only job: each rank's rates
+                medians = [statistics.median(rank_result["rates"]) for rank_result in peer]
+                quartiles = statistics.quantiles(peer[0]["rates"], n=4)
+                results[job] = (medians[0], (quartiles[0], quartiles[2]), sum(medians))
+            else:
+                results[job] = tuple(peer["figures"])
+                peer_versions[job] = peer["version"]
     if rank == 0:
-        single = statistics.mean(alone) if alone else None
-        if single:
-            log("1 rank alone: %.1f img/s (before %.1f, after %.1f)" % (single, *alone))
-        names = {"tutti": "tutti DistributedOptimizer", "ddp": "torch DDP (gloo)"}
-        for label, (median, (low, high), total) in results.items():
-            line = "%-28s %.1f img/s per rank (%.1f-%.1f), total %.1f img/s" % (
-                names[label] + ":", median, low, high, total)
-            if single:
-                line += ", scaling efficiency %.1f%%" % (100.0 * total / (size * single))
-            log(line)
-        if "ddp" in results:
-            log("tutti / DDP throughput: %.3f" % (results["tutti"][2] / results["ddp"][2]))
+        report(args, size, controller, alone, results, peer_versions)
     if not args.no_ddp:
         dist.destroy_process_group()
     hvd.shutdown()
+
+
+def report(args, size, controller, alone, results, peer_versions):
+    single = statistics.mean(alone) if alone else None
+    if single:
+        print("1 rank alone: %.1f img/s (before %.1f, after %.1f)" % (single, *alone))
+    bound = results.get("compute-only")
+    order = ["tutti", "ddp", "horovod-mpi", "horovod-gloo", "compute-only", "compute-only-job"]
+    for label in [name for name in order if name in results]:
+        median, (low, high), total = results[label]
+        line = "%-28s %.1f img/s per rank (%.1f-%.1f), total %.1f img/s" % (
+            NAMES[label] + ":", median, low, high, total)
+        if bound and not label.startswith("compute-only"):
+            line += ", %.1f%% of the compute-only bound" % (100.0 * total / bound[2])
+        if single:
+            line += ", scaling efficiency %.1f%%" % (100.0 * total / (size * single))
+        print(line, flush=True)
+    job = results.get("compute-only-job")
+    if job:
+        print("share of the compute-only job (no communication library in the processes): "
+              + ", ".join("%s %.3f" % (label, results[label][2] / job[2]) for label in order
+                          if label in results and label != "compute-only-job"), flush=True)
+    tutti_total = results["tutti"][2]
+    for label, text in (("ddp", "DDP"), ("horovod-mpi", "Horovod (MPI)"),
+                        ("horovod-gloo", "Horovod (Gloo)")):
+        if label in results:
+            print("tutti / %s throughput: %.3f" % (text, tutti_total / results[label][2]),
+                  flush=True)
+    if args.json:
+        document = {"model": args.model, "batch_size": args.batch_size, "ranks": size,
+                    "controller": controller, "num_iters": args.num_iters,
+                    "num_batches_per_iter": args.num_batches_per_iter,
+                    "argv": sys.argv, "alone": alone, "peer_versions": peer_versions,
+                    "loadavg_1m_after": os.getloadavg()[0],
+                    "results": {label: {"median": m, "quartiles": q, "total": t}
+                                for label, (m, q, t) in results.items()}}
+        with open(args.json, "w") as stream:
+            json.dump(document, stream, indent=1)
 
 
 if __name__ == "__main__":
