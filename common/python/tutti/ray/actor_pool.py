@@ -18,7 +18,8 @@ from .worker import TuttiRayWorker
 # What the driver hands to start(): the worker's host (a Ray node address) and environment.
 ActorSpec = collections.namedtuple("ActorSpec", ["host", "env"])
 
-# How a worker ended: status "done" (rank, value), "retired", or "failed" (summary, text).
+# How a worker ended: status "done" (rank, value), "retired", "failed" (summary, text), or
+# "stopped" (by stop_all at the end of the job).
 Outcome = collections.namedtuple("Outcome", ["status", "rank", "value", "summary", "text"])
 
 
@@ -48,6 +49,7 @@ class ActorPool:
         self._pids = {}      # worker id -> the actor's process id, once it started
         self._threads = []
         self._lock = threading.Lock()
+        self._stopping = False
         self._remote_class = ray_module().remote(TuttiRayWorker)
 
     def start(self, worker_id, spec):
@@ -72,6 +74,7 @@ class ActorPool:
 
     def stop_all(self):
         with self._lock:
+            self._stopping = True
             everyone = list(self._actors)
         self.stop(everyone)
         for thread in self._threads:
@@ -86,6 +89,8 @@ class ActorPool:
     def _watch(self, worker_id, actor, spec):
         outcome = self._outcome(worker_id, actor, spec)
         with self._lock:
+            if outcome.status == "failed" and self._stopping:
+                outcome = outcome._replace(status="stopped")
             self.outcomes[worker_id] = outcome
         if outcome.status == "failed":
             self._log("worker %d on %s: %s" % (worker_id, spec.host, outcome.summary))

@@ -131,14 +131,15 @@ def run(settings, call, executable=None, extra_env=None):
 
 
 def _reason(code, log, outcomes):
+    """Why the job stopped: the driver's error, with the last worker failure (often the
+    cause: a function that raises on every worker blacklists every node)."""
     errors = [m[len("error: "):] for m in log.messages if m.startswith("error: ")]
-    if errors:
-        return errors[-1]
-    if code > 128:
-        return "stopped by signal %d" % (code - 128)
+    if code > 128 and not errors:
+        errors = ["stopped by signal %d" % (code - 128)]
     failed = [(worker, o) for worker, o in sorted(outcomes.items()) if o.status == "failed"]
     if failed:
         worker, outcome = failed[-1]
-        return "worker %d: %s%s" % (worker, outcome.summary,
-                                    "\n\n" + outcome.text if outcome.text else "")
-    return "the driver stopped with code %d" % code
+        errors.append("%sworker %d failed: %s%s" % (
+            "the last " if errors else "", worker, outcome.summary,
+            "\n\n" + outcome.text if outcome.text else ""))
+    return "; ".join(errors) or "the driver stopped with code %d" % code
