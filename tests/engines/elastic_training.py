@@ -53,9 +53,9 @@ def _weights(model):
 
 
 def train(batches=8, final_size=None, max_batches=300, step_seconds=0.2, progress_dir=None):
-    """Trains until `batches` batches are done and, with `final_size`, the job has that
-    many workers (at most `max_batches`: the test then fails on the size, not a hang).
-    Every worker decides from state shared by all, so all stop at the same batch.
+    """Trains until `batches` batches are done and, with `final_size`, the last batch ran
+    with that many workers (at most `max_batches`: the test then fails on the size, not
+    a hang). Every worker decides from state shared by all, so all stop at the same batch.
 
     With progress_dir, each worker writes <node address>.pid (its process id) there once
     2 batches are done, so that a test can act in the middle of training.
@@ -80,7 +80,8 @@ def train(batches=8, final_size=None, max_batches=300, step_seconds=0.2, progres
 
     def more():
         return state.batch < batches or (
-            final_size is not None and hvd.size() != final_size and state.batch < max_batches)
+            final_size is not None and state.sizes[-1] != final_size
+            and state.batch < max_batches)
 
     @hvd.elastic.run
     def loop(state):

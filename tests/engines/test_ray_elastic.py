@@ -84,8 +84,12 @@ def settings(**overrides):
 
 
 def run(executor, **kwargs):
+    return run_function(executor, lambda: elastic_training.train(**kwargs))
+
+
+def run_function(executor, fn):
     executor.start()
-    return executor.run(lambda: elastic_training.train(**kwargs))
+    return executor.run(fn)
 
 
 def assert_trained_together(results, workers, nodes):
@@ -138,18 +142,52 @@ def test_a_killed_actor_of_three_leads_to_a_reset_and_training_goes_on(nodes, tm
 def test_a_node_that_joins_gets_a_worker_up_to_max_np(nodes, tmp_path):
     nodes.want(EXTRA_NODES[:1])
     executor = ElasticRayExecutor(settings(max_num_proc=3), cpus_per_slot=1)
+    outcome = {}
 
-    def add_a_node():
-        elastic_training.wait_for_file(str(tmp_path / "127.0.0.1.pid"))
-        nodes.want(EXTRA_NODES)
+    def train():  # Ray adds nodes from the main thread only: the job runs in this one
+        try:
+            outcome["results"] = run(executor, batches=8, final_size=3,
+                                     progress_dir=str(tmp_path))
+        except BaseException as exc:
+            outcome["error"] = exc
 
-    adder = threading.Thread(target=add_a_node, daemon=True)
-    adder.start()
-    results = run(executor, batches=8, final_size=3, progress_dir=str(tmp_path))
-    adder.join(60)
+    job = threading.Thread(target=train, daemon=True)
+    job.start()
+    elastic_training.wait_for_file(str(tmp_path / "127.0.0.1.pid"))
+    nodes.want(EXTRA_NODES)
+    job.join(300)
+    assert not job.is_alive(), "the job still ran 300 s after the node joined"
+    assert "error" not in outcome, outcome
+    results = outcome["results"]
     assert_trained_together(results, 3, ["127.0.0.1", "127.0.0.2", "127.0.0.3"])
     sizes = results[0]["sizes"]
     assert sizes[0] == 2 and sizes[-1] == 3 and sizes == sorted(sizes)
+
+
+def store_and_gloo_addresses(driver):
+    """In the middle of a job: this worker's store address and Gloo interface, and (rank 0)
+    what the driver process itself listens on beyond 127.0.0.1."""
+    import numpy
+    import os
+
+    import tutti.numpy as hvd
+
+    hvd.init()
+    hvd.allreduce(numpy.ones(1), name="before")
+    own = [entry for entry in engine_checks.listeners_beyond_loopback(driver)
+           if entry[0] == driver] if hvd.rank() == 0 else []
+    hvd.allreduce(numpy.ones(1), name="after")
+    return (os.environ["TUTTI_GLOO_RENDEZVOUS_ADDR"], os.environ["TUTTI_GLOO_IFACE"], own)
+
+
+def test_the_store_and_gloo_stay_on_loopback(nodes):
+    # Ray's own processes of a cluster_utils node listen on every address; tutti's store
+    # (in the driver) and the workers' Gloo pairs (interface lo) stay on 127.0.0.1.
+    nodes.want(EXTRA_NODES[:1])
+    executor = ElasticRayExecutor(settings(max_num_proc=2))
+    driver = os.getpid()
+    found = run_function(executor, lambda: store_and_gloo_addresses(driver))
+    assert found == [("127.0.0.1", "lo", []), ("127.0.0.1", "lo", [])]
 
 
 def test_a_node_that_leaves_takes_its_worker_and_training_goes_on(nodes, tmp_path):
