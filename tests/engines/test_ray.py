@@ -46,11 +46,8 @@ def ray_cluster():
 
 @pytest.fixture(autouse=True)
 def leaves_nothing_behind():
-    before = engine_checks.tutti_segments()
-    yield
-    left = engine_checks.wait_for_no_descendants(lambda cmd: "TuttiRayWorker" in cmd)
-    assert not left, "actors left running: %s" % left
-    assert engine_checks.segments_left(before) == set()
+    with engine_checks.nothing_left_behind(lambda cmd: "TuttiRayWorker" in cmd, "actors"):
+        yield
 
 
 @pytest.fixture
