@@ -1,5 +1,6 @@
 """Checks shared by the engine tests: nothing left running, nothing left in /dev/shm."""
 
+import contextlib
 import os
 import time
 
@@ -87,6 +88,17 @@ def wait_for_no_descendants(matching=lambda command: True, timeout=15):
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def nothing_left_behind(matching, what):
+    """Around one test: afterwards no descendant that `matching` selects (`what` names
+    them in the failure) is left running, and no new tutti segment is left in /dev/shm."""
+    before = tutti_segments()
+    yield
+    left = wait_for_no_descendants(matching)
+    assert not left, "%s left running: %s" % (what, left)
+    assert segments_left(before) == set()
 
 
 def assert_same_weights(expected, actual):

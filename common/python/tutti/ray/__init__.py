@@ -9,8 +9,9 @@
     results = executor.run(train)       # train() calls hvd.init(); one result per rank
     executor.shutdown()
 
-RayHostDiscovery reports Ray's live nodes and their slots: the host discovery that elastic
-training will use once tutti has it. Needs Ray (`pip install "ray[default]"`); see
+Elastic training: ElasticRayExecutor (or RayExecutor(min_workers=..., max_workers=...))
+runs hvd.elastic.run functions on one actor per slot of Ray's nodes, found by
+RayHostDiscovery, and re-forms the job when workers fail or nodes come and go. Needs Ray (`pip install "ray[default]"`); see
 docs/engines.md.
 """
 
@@ -21,6 +22,8 @@ ray_module()  # fail at import time, with the package to install, when Ray is mi
 from tutti.runner.api import WorkerError  # noqa: E402
 
 from .discovery import RayHostDiscovery, hosts_and_slots  # noqa: E402
+from .elastic import ElasticRayExecutor, ElasticRaySettings  # noqa: E402
 from .executor import RayExecutor, RaySettings  # noqa: E402
 
-__all__ = ["RayExecutor", "RaySettings", "RayHostDiscovery", "hosts_and_slots", "WorkerError"]
+__all__ = ["RayExecutor", "RaySettings", "ElasticRayExecutor", "ElasticRaySettings",
+           "RayHostDiscovery", "hosts_and_slots", "WorkerError"]

@@ -1,8 +1,7 @@
 """Ray's node list as host discovery: which hosts can take workers now, and how many.
 
-This is the piece that elastic training plugs into once tutti has it (a host-discovery
-callable polled for the current hosts and slots, as Horovod's ElasticRayExecutor uses
-RayHostDiscovery). tutti has no elastic training yet, so nothing polls it today.
+ElasticRayExecutor and RayExecutor(min_workers=...) poll it once a second through tutti's
+elastic driver (elastic_job.py), as Horovod's ElasticRayExecutor polls its RayHostDiscovery.
 """
 
 import math

@@ -18,10 +18,8 @@ from tutti.runner import gang
 from tutti.runner.api import WorkerError
 
 from ._imports import ray_module
+from .elastic import ElasticMode
 from .worker import TuttiRayWorker
-
-_ELASTIC_ARGUMENTS = ("min_workers", "max_workers", "reset_limit", "cooldown_range",
-                      "elastic_timeout")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +49,9 @@ class RayExecutor:
 
     Either num_workers (spread as Ray places them, PACK strategy) or num_hosts with
     num_workers_per_host (one bundle per host, STRICT_SPREAD). use_gpu gives each worker
-    gpus_per_worker GPUs (default 1).
+    gpus_per_worker GPUs (default 1). With min_workers (and max_workers, reset_limit,
+    cooldown_range, elastic_timeout) the job is elastic instead: one worker per slot of
+    Ray's nodes, re-formed when workers fail or nodes come and go (tutti.ray.elastic).
     """
 
     @classmethod
@@ -69,22 +69,27 @@ class RayExecutor:
 
     def __init__(self, settings, num_workers=None, num_hosts=None, num_workers_per_host=1,
                  cpus_per_worker=1, use_gpu=False, gpus_per_worker=None,
-                 use_current_placement_group=True, cpus_per_slot=None, gpus_per_slot=None,
-                 **elastic):
+                 use_current_placement_group=True, min_workers=None, max_workers=None,
+                 reset_limit=None, cooldown_range=None, elastic_timeout=600,
+                 override_discovery=True, cpus_per_slot=None, gpus_per_slot=None):
         ray_module()
-        unknown = set(elastic) - set(_ELASTIC_ARGUMENTS) - {"override_discovery"}
-        if unknown:
-            raise TypeError("RayExecutor() got unexpected arguments: %s"
-                            % ", ".join(sorted(unknown)))
-        if any(elastic.get(name) is not None for name in _ELASTIC_ARGUMENTS):
-            raise ValueError("elastic training (min_workers, max_workers, ...) is not available "
-                             "in tutti yet; tutti.ray.RayHostDiscovery is the host discovery "
-                             "it will use")
+        self._elastic = None
+        if max_workers is not None and (not isinstance(min_workers, int) or min_workers < 1):
+            raise ValueError("max_workers is given without a positive min_workers: an elastic "
+                             "job needs min_workers")
+        if min_workers is not None and (num_workers is not None or num_hosts is not None):
+            raise ValueError("give either min_workers (elastic) or num_workers/num_hosts "
+                             "(fixed size), not both")
         if not isinstance(settings, RaySettings):
             raise TypeError("settings must come from RayExecutor.create_settings(), not %r"
                             % (settings,))
         cpus_per_worker = cpus_per_slot if cpus_per_slot is not None else cpus_per_worker
         gpus_per_worker = gpus_per_slot if gpus_per_slot is not None else gpus_per_worker
+        if min_workers is not None:
+            self._elastic = ElasticMode(
+                settings, min_workers, max_workers, reset_limit, cooldown_range,
+                elastic_timeout, override_discovery, cpus_per_worker, use_gpu, gpus_per_worker)
+            return
         if (num_workers is None) == (num_hosts is None):
             raise ValueError("give either num_workers or num_hosts (with num_workers_per_host)")
         for name, value in (("num_workers", num_workers), ("num_hosts", num_hosts),
@@ -122,6 +127,9 @@ class RayExecutor:
         every worker. TimeoutError when the cluster cannot grant the resources within
         placement_group_timeout_s or the actors do not start within timeout_s.
         """
+        if self._elastic is not None:
+            return self._elastic.start(executable_cls, executable_args, executable_kwargs,
+                                       extra_env_vars)
         if self._workers:
             raise RuntimeError("the executor is already started; call shutdown() first")
         ray = ray_module()
@@ -152,34 +160,49 @@ class RayExecutor:
 
     def shutdown(self):
         """Kills the actors, releases the placement group and closes the store."""
+        if self._elastic is not None:
+            return self._elastic.shutdown()
         self._stop()
 
     # ---- running functions ----
 
     def run(self, fn, args=None, kwargs=None, callbacks=None):
         """fn(*args, **kwargs) on every rank; the results in rank order."""
+        if self._elastic is not None:
+            return self._elastic.run(fn, args, kwargs, callbacks)
         self._check_running(callbacks)
         return self._gather(ray_module(), self.run_remote(fn, args, kwargs))
 
     def run_remote(self, fn, args=None, kwargs=None):
         """Starts fn(*args, **kwargs) on every rank; the Ray object refs in rank order."""
+        if self._elastic is not None:
+            raise NotImplementedError("run_remote is not available in elastic mode: its "
+                                      "workers come and go; use run()")
         self._check_running(None)
         return [worker.run.remote(fn, tuple(args or ()), dict(kwargs or {}))
                 for worker in self._workers]
 
     def execute(self, fn, callbacks=None):
         """fn(executable) on every rank (executable: what start() made of executable_cls)."""
+        if self._elastic is not None:
+            return self._elastic.execute(fn, callbacks)
         self._check_running(callbacks)
         return self._gather(ray_module(), [w.execute.remote(fn) for w in self._workers])
 
     def execute_single(self, fn):
         """fn(executable) on rank 0 alone."""
+        if self._elastic is not None:
+            raise NotImplementedError("execute_single is not available in elastic mode; use "
+                                      "execute()")
         self._check_running(None)
         return self._gather(ray_module(), [self._workers[0].execute.remote(fn)])[0]
 
     @property
     def worker_pids(self):
-        """The process id of every rank's actor, in rank order."""
+        """The process id of every rank's actor, in rank order (empty in elastic mode,
+        whose workers come and go)."""
+        if self._elastic is not None:
+            return []
         return list(self._pids)
 
     # ---- internals ----

@@ -40,3 +40,16 @@ class TuttiRayWorker:
 
     def execute(self, fn):
         return fn(self.executable)
+
+    def run_elastic(self, fn, args, kwargs, with_executable=False):
+        """An elastic worker's whole life: ("done", final rank, fn's value), or ("retired",
+        None, None) when the job no longer needed this worker (tutti.common.elastic then
+        raises SystemExit(0); caught here so that it does not end the actor's process).
+        with_executable: fn(executable) instead (RayExecutor.execute)."""
+        try:
+            value = fn(self.executable) if with_executable else fn(*args, **kwargs)
+        except SystemExit as exc:
+            if exc.code in (None, 0):
+                return "retired", None, None
+            raise RuntimeError("the function called sys.exit(%r)" % (exc.code,)) from None
+        return "done", int(os.environ.get("TUTTI_RANK", "-1")), value

@@ -220,23 +220,11 @@ class ElasticDriver:
     def _start_worker(self, host):
         worker_id = self._next_id
         self._next_id += 1
-        local = hosts.is_local(host, self._addresses.get(host, ()))
-        placement = hosts.Placement(worker_id, 1, host, 0, 1, 0, 1, local)
-
-        def job_env(placement):
-            env = dict(self._core_env)
-            env.update(environment.gloo(placement, self._store_address, self._store.port,
-                                        self._secret, self._interface))
-            env["TUTTI_ELASTIC_WORKER_ID"] = str(worker_id)
-            env["TUTTI_ELASTIC_TIMEOUT"] = repr(float(self._settings.elastic_timeout))
-            return env
-
-        launch = gloo_job.plan_ranks([placement], self._settings.command, job_env,
-                                     self._settings)[0]
+        spec, shown = self._launch(worker_id, host)
         if self._settings.verbose:
-            self._log(launch.shown.replace("rank %d" % worker_id, "worker %d" % worker_id, 1))
+            self._log(shown)
         try:
-            self._pool.start(worker_id, launch.spec)
+            self._pool.start(worker_id, spec)
         except OSError as exc:
             self._log("cannot start a worker on %s: %s" % (host, exc.strerror or exc))
             return None
@@ -244,6 +232,27 @@ class ElasticDriver:
         self._workers[worker_id] = worker
         self._event()
         return worker
+
+    def worker_environment(self, worker_id, placement):
+        """The job's variables for worker `worker_id`: the core's tuning, the Gloo store,
+        and the elastic worker id and timeout (its rank comes from the store)."""
+        env = dict(self._core_env)
+        env.update(environment.gloo(placement, self._store_address, self._store.port,
+                                    self._secret, self._interface))
+        env["TUTTI_ELASTIC_WORKER_ID"] = str(worker_id)
+        env["TUTTI_ELASTIC_TIMEOUT"] = repr(float(self._settings.elastic_timeout))
+        return env
+
+    def _launch(self, worker_id, host):
+        """(what the pool starts, a line describing it) for worker `worker_id` on `host`.
+        An engine that starts workers its own way (tutti.ray) overrides this."""
+        local = hosts.is_local(host, self._addresses.get(host, ()))
+        placement = hosts.Placement(worker_id, 1, host, 0, 1, 0, 1, local)
+        launch = gloo_job.plan_ranks([placement], self._settings.command,
+                                     lambda p: self.worker_environment(worker_id, p),
+                                     self._settings)[0]
+        return launch.spec, launch.shown.replace("rank %d" % worker_id,
+                                                 "worker %d" % worker_id, 1)
 
     def _check_reset_requests(self):
         for worker_id in self._members:
