@@ -1,4 +1,4 @@
-// Helpers shared by the torch operators: error reporting, tensor checks, views for the
+// Helpers of the torch operators: error reporting, tensor checks, views for the
 // core, and the automatic names of unnamed requests.
 #ifndef TUTTI_TORCH_REQUEST_SUPPORT_H_
 #define TUTTI_TORCH_REQUEST_SUPPORT_H_

@@ -1,8 +1,10 @@
-"""Collectives without data: barrier and join."""
+"""Calls that move no tensors: barrier, join, and waiting for asynchronous requests
+(poll, synchronize)."""
 
 from tutti.common.process_sets import global_process_set
 
 from . import requests
+from .requests import poll, synchronize  # noqa: F401  (public here, see requests.py)
 
 
 def barrier(process_set=global_process_set):

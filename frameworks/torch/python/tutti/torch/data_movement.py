@@ -6,6 +6,7 @@ from tutti.common.basics import Average, Sum
 from tutti.common.process_sets import even_splits, global_process_set
 
 from . import requests
+from .reductions import _allreduce_async
 from .requests import synchronize
 
 # ---- allgather ----
@@ -35,7 +36,6 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
 def _own_rows(grads, rows, process_set):
     """The gradient of an allgather for this rank: the average over the ranks of the
     output gradients, restricted to the rows this rank contributed."""
-    from .collectives import _allreduce_async  # circular at import time otherwise
     reduced = synchronize(_allreduce_async(list(grads), "grouped_allreduce", None, Average,
                                            1.0, 1.0, process_set, False, True))
     counts = synchronize(_allgather_async([torch.tensor(rows, dtype=torch.int64)],
@@ -116,7 +116,6 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        from .collectives import _allreduce_async  # circular at import time otherwise
         grad = synchronize(_allreduce_async([grad_output], "allreduce", None, Average, 1.0,
                                             1.0, ctx.process_set, False, False))
         if (ctx.process_set or global_process_set).rank() != ctx.root_rank:

@@ -208,10 +208,11 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=
 def _gather_gradients(grads, op, prescale, postscale, process_set):
     """Gradient of a reducescatter, as Horovod 0.28.1 defines it: every rank's output
     gradient, gathered, and for op=Sum multiplied by the set size (Average: unscaled)."""
-    from .data_movement import _allgather_async  # circular at import time otherwise
     factor = float(_set_size(process_set)) if op == Sum else 1.0
-    gathered = synchronize(_allgather_async(list(grads), "grouped_allgather", None,
-                                            process_set, True))
+    # Submitted here rather than through data_movement, which builds on this module.
+    gathered = synchronize(requests.submit(
+        requests.ALLGATHER, "grouped_allgather", None, process_set,
+        [requests.contiguous(g) for g in grads], lambda results, extra: list(results)))
     return [g * factor if factor != 1.0 else g for g in gathered]
 
 
