@@ -89,7 +89,10 @@ def integer(value, label):
 
 def contiguous(tensor):
     """`tensor`'s data as a contiguous tensor outside autograd (a copy only when needed)."""
-    return check_tensor(tensor).detach().contiguous()
+    check_tensor(tensor)
+    if tensor.requires_grad:  # detach() makes a new tensor object: only when needed
+        tensor = tensor.detach()
+    return tensor.contiguous()
 
 
 def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op=0,
