@@ -17,7 +17,6 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -43,16 +42,9 @@ void AddTensors(at::TensorList tensors, const std::string& what, const char* rol
   }
 }
 
-int32_t SetSize(int32_t process_set) {
-  int32_t size = process_set == TUTTI_GLOBAL_PROCESS_SET ? tutti_size()
-                                                         : tutti_process_set_size(process_set);
-  if (size < 0) Fail(TUTTI_ERR_INVALID_ARGUMENT, tutti_last_error());
-  return size;
-}
-
-// collective: tutti_collective; outputs: None when the core allocates them; splits:
-// alltoall's rows per rank (None for equal parts); an empty name lets the plugin number the
-// request by `kind` and process set.
+// collective: tutti_collective; name: the request's name (tutti.common.naming names
+// unnamed requests); kind: the call, for messages; outputs: None when the core allocates
+// them; splits: alltoall's rows for each rank of the set.
 int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind,
                 int64_t process_set, at::TensorList inputs, c10::optional<at::TensorList> outputs,
                 int64_t op, double prescale, double postscale, int64_t root_rank,
@@ -72,10 +64,11 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
   request->device.reset(new DeviceRequest(placed, what.c_str()));
   int32_t set_id = static_cast<int32_t>(process_set);
   if (collective == TUTTI_OP_ALLTOALL) {
-    request->received_splits.assign(std::max(SetSize(set_id), 1), 0);
-    if (splits.has_value()) {
-      for (int64_t count : *splits) request->splits.push_back(static_cast<int32_t>(count));
+    if (!splits.has_value() || splits->empty()) {
+      Fail(TUTTI_ERR_INVALID_ARGUMENT, what + ": needs splits, one row count per rank of the set");
     }
+    for (int64_t count : *splits) request->splits.push_back(static_cast<int32_t>(count));
+    request->received_splits.assign(request->splits.size(), 0);
   }
 
   // The views own the shape arrays the tutti_tensors point to; reserve keeps them in place.
@@ -104,25 +97,24 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
   r.prescale = prescale;
   r.postscale = postscale;
   r.root_rank = static_cast<int32_t>(root_rank);
-  r.splits = request->splits.empty() && !splits.has_value() ? nullptr : request->splits.data();
+  r.splits = request->splits.empty() ? nullptr : request->splits.data();
   r.received_splits = request->received_splits.empty() ? nullptr : request->received_splits.data();
   r.result = &request->result;
   r.done = &Request::OnDone;
   r.user_data = request.get();
 
+  std::string request_name(name);
+  r.name = request_name.c_str();
+
   // Registered first: the core may complete the request before tutti_enqueue returns.
   RequestTable& table = RequestTable::Instance();
   int64_t handle = table.Add(request);
-  tutti_status status = SubmitNamed(name, what, set_id, [&](const std::string& request_name) {
-    r.name = request_name.c_str();
-    return EnqueueOn(r, *request->device);
-  });
+  tutti_status status = EnqueueOn(r, *request->device);
   if (status != TUTTI_OK) {
     std::string message = tutti_last_error();
     table.Take(handle);
     Fail(status, message);
   }
-  if (collective == TUTTI_OP_JOIN) RestartNumbering();
   return handle;
 }
 

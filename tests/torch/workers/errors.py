@@ -56,6 +56,11 @@ def ranks_disagree():
     shape = (4,) if hvd.rank() == 0 else (2, 2)
     expect("shape_mismatch", hvd.PreconditionError,
            lambda: hvd.allreduce(torch.ones(shape), name="mismatch.shape"), "shape")
+    # Unnamed requests are named by tutti.common.naming, with torch's prefix.
+    expect("unnamed_shape_mismatch", hvd.PreconditionError,
+           lambda: hvd.allreduce(torch.ones(shape)), "torch.allreduce.noname.", "shape")
+    expect("name_not_a_string", hvd.InvalidArgumentError,
+           lambda: hvd.allreduce(torch.ones(2), name=7), "name must be a non-empty string")
     handle = hvd.allreduce_async(torch.ones(2), name="mismatch.op",
                                  op=hvd.Sum if hvd.rank() == 0 else hvd.Max)
     expect("op_mismatch_async", hvd.PreconditionError, lambda: hvd.synchronize(handle))

@@ -3,6 +3,7 @@ synchronous (differentiable) and asynchronous, with Horovod's signatures."""
 
 import torch
 from tutti.common.basics import Average, Sum
+from tutti.common.core import Collective
 from tutti.common.process_sets import even_splits, global_process_set
 
 from . import requests
@@ -18,7 +19,7 @@ def _allgather_async(tensors, kind, name, process_set, grouped):
     def finish(results, extra):
         return list(results) if grouped else results[0]
 
-    return requests.submit(requests.ALLGATHER, kind, name, process_set, sources, finish)
+    return requests.submit(Collective.ALLGATHER, kind, name, process_set, sources, finish)
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
@@ -93,7 +94,7 @@ def _broadcast_async(tensor, root_rank, name, process_set, in_place):
             return tensor
         return output
 
-    return requests.submit(requests.BROADCAST, "broadcast", name, process_set, [source],
+    return requests.submit(Collective.BROADCAST, "broadcast", name, process_set, [source],
                            finish, outputs=[output], root_rank=root)
 
 
@@ -210,7 +211,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     def finish(results, extra):
         return results[0], torch.tensor(extra, dtype=received_dtype)
 
-    return requests.submit(requests.ALLTOALL, "alltoall", name, process_set, [source],
+    return requests.submit(Collective.ALLTOALL, "alltoall", name, process_set, [source],
                            finish, splits=split_counts)
 
 

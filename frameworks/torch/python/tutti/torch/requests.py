@@ -12,7 +12,7 @@ subclasses) with the core's message.
 import numbers
 
 import torch
-from tutti.common import process_sets
+from tutti.common import naming, process_sets
 from tutti.common.basics import core_reduce_op
 from tutti.common.exceptions import InvalidArgumentError, error_for_status
 
@@ -20,9 +20,6 @@ from ._native import ops
 
 # The overloads themselves: calling them skips the packet's overload resolution.
 _enqueue, _poll, _wait = ops.enqueue.default, ops.poll.default, ops.wait.default
-
-# The core's tutti_collective numbering.
-ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN = range(7)
 
 # synchronize() waits in slices this long, so that Ctrl-C is noticed between them.
 _WAIT_SLICE_SECONDS = 0.5
@@ -68,9 +65,11 @@ def tensor_list(tensors, what):
 
 
 def check_name(name):
-    if name is not None and not isinstance(name, str):
-        raise TypeError("name must be a str or None, got %s" % type(name).__name__)
-    return name or ""
+    """A request's name as given: None or "" (as in Horovod) for none, else tutti.common's
+    rule for names."""
+    if name is None or (isinstance(name, str) and not name):
+        return None
+    return naming.checked_name(name)
 
 
 def scale(value, label):
@@ -102,8 +101,10 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
     allocates them. finish(outputs, extra) builds what synchronize() returns; extra holds
     alltoall's received splits or join's last rank."""
     set_id = process_sets.request_id(process_set)
-    handle = Handle(call(_enqueue, collective, check_name(name), kind, set_id, inputs,
-                         outputs, core_reduce_op(op), float(prescale), float(postscale),
+    # Named last: a call refused by a check above takes no number.
+    name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
+    handle = Handle(call(_enqueue, collective, name, kind, set_id, inputs, outputs,
+                         core_reduce_op(op), float(prescale), float(postscale),
                          int(root_rank), splits))
     handle.finish = finish
     return handle
