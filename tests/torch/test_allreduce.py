@@ -38,6 +38,9 @@ def test_errors_surface_as_exceptions(controller):
         2, [sys.executable, launch.worker("workers/errors.py")], controller, timeout=120)
     _assert_ok(result, "rank 0: 0 failures", "rank 1: 0 failures",
                "ok dtype_mismatch", "ok gil_released_while_waiting",
+               "ok grouped_allreduce_is_one_request", "ok optimizer_group_is_one_request",
+               "ok plain_int_refused", "ok wait_timeout_returns_pending",
+               "ok unnamed_shape_mismatch", "ok name_not_a_string",
                "ok pending_at_shutdown")
 
 

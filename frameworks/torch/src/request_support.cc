@@ -2,18 +2,12 @@
 
 #include <c10/util/Exception.h>
 
-#include <map>
-#include <mutex>
 #include <stdexcept>
-#include <utility>
 
 namespace tutti_torch {
 namespace {
 
 thread_local int64_t last_error_status = TUTTI_OK;
-
-std::mutex unnamed_mutex;
-std::map<std::pair<std::string, int32_t>, int64_t> next_unnamed;
 
 }  // namespace
 
@@ -75,24 +69,6 @@ TensorView::TensorView(const at::Tensor& tensor) : shape(tensor.sizes().vec()) {
 
 TensorView::TensorView(const TensorView& other) : shape(other.shape), view(other.view) {
   view.shape = shape.empty() ? nullptr : shape.data();
-}
-
-tutti_status SubmitNamed(c10::string_view name, const std::string& kind, int32_t process_set,
-                         const std::function<tutti_status(const std::string&)>& submit) {
-  if (!name.empty()) return submit(std::string(name));
-  // The prefix keeps these apart from other plugins' unnamed requests in the same process.
-  std::lock_guard<std::mutex> lock(unnamed_mutex);
-  int64_t& next = next_unnamed[std::make_pair(kind, process_set)];
-  std::string suffix =
-      process_set == TUTTI_GLOBAL_PROCESS_SET ? "" : ".set" + std::to_string(process_set);
-  tutti_status status = submit("torch." + kind + ".noname." + std::to_string(next) + suffix);
-  if (status == TUTTI_OK) ++next;
-  return status;
-}
-
-void RestartNumbering() {
-  std::lock_guard<std::mutex> lock(unnamed_mutex);
-  next_unnamed.clear();
 }
 
 }  // namespace tutti_torch

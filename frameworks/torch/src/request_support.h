@@ -1,12 +1,10 @@
-// Helpers shared by the torch operators: error reporting, tensor checks, views for the
-// core, and the automatic names of unnamed requests.
+// Helpers of the torch operators: error reporting, tensor checks and views for the core.
 #ifndef TUTTI_TORCH_REQUEST_SUPPORT_H_
 #define TUTTI_TORCH_REQUEST_SUPPORT_H_
 
 #include <ATen/ATen.h>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,17 +33,6 @@ struct TensorView {
   std::vector<int64_t> shape;
   tutti_tensor view;
 };
-
-// Calls submit(name) with `name`, or, when it is empty, with the next automatic name for
-// (kind, process_set). Unnamed requests are numbered in the order the core accepts them,
-// so the names match across ranks as long as every rank makes its unnamed calls in the
-// same order; a refused request takes no number.
-tutti_status SubmitNamed(c10::string_view name, const std::string& kind, int32_t process_set,
-                         const std::function<tutti_status(const std::string&)>& submit);
-
-// Numbers unnamed requests from 0 again (after join, where ranks may have made different
-// numbers of calls).
-void RestartNumbering();
 
 }  // namespace tutti_torch
 

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 import tutti.numpy as hvd
+from tutti.common import process_sets as by_id
 from reference import Checker, make_input, reduce_reference, say, scatter_rows
 
 
@@ -81,10 +82,21 @@ class SetChecker(Checker):
             return self.fail(label, "included()/size() wrong for %r" % process_set)
         if included and process_set.rank() != expected_ranks.index(self.rank):
             return self.fail(label, "rank() is %d" % process_set.rank())
+        # The same facts by id, as the frontends ask for them.
+        set_id = process_set.process_set_id
+        if by_id.set_size(set_id) != len(expected_ranks):
+            return self.fail(label, "set_size(%d) is %d" % (set_id, by_id.set_size(set_id)))
+        if included and by_id.set_rank(set_id) != expected_ranks.index(self.rank):
+            return self.fail(label, "set_rank(%d) is %d" % (set_id, by_id.set_rank(set_id)))
         if not included:
             message = self.expect_error(label, hvd.InvalidArgumentError, process_set.rank)
             if message is not None and "included()" not in message:
                 self.fail(label, "rank() of a non-member: %s" % message)
+            message = self.expect_error(label, hvd.InvalidArgumentError,
+                                        lambda: by_id.set_rank(set_id))
+            expected = "rank %d is not in %r; check included()" % (self.rank, process_set)
+            if message is not None and not message.startswith(expected):
+                self.fail(label, "set_rank() of a non-member: %s" % message)
         self.passed += 1
 
 
@@ -122,6 +134,7 @@ def dynamic(check):
     check.check_results(pending)
     if outer.included():
         hvd.barrier(process_set=outer)
+    outer_id = outer.process_set_id
     assert hvd.remove_process_set(outer) is True
     hvd.remove_process_set(alone)
     if outer.process_set_id is not None:
@@ -130,6 +143,11 @@ def dynamic(check):
                                  lambda: hvd.allreduce(np.ones(2), process_set=outer))
     if message is not None and "not registered" not in message:
         check.fail("dynamic.removed", message)
+    message = check.expect_error("dynamic.removed_id", hvd.InvalidArgumentError,
+                                 lambda: by_id.set_size(outer_id))  # ids are never reused
+    unknown = "process set %d is not known to the core" % outer_id
+    if message is not None and not message.startswith(unknown):
+        check.fail("dynamic.removed_id", message)
     # The same ranks can be registered again.
     again = hvd.add_process_set(outer)
     check.describe("dynamic.again", again, [0, 2])

@@ -1,7 +1,8 @@
 """Failures on 2 ranks: requests the ranks disagree about, reductions the core refuses,
-a name reused while in flight, unsupported tensors; the job must keep working after each.
-Also checks that waiting for a request lets other Python threads run, and that a request
-still pending at shutdown fails.
+a name reused while in flight, unsupported tensors, misused handles; the job must keep
+working after each. Also checks that a grouped call is one request of the core, that
+waiting for a request lets other Python threads run, and that a request still pending at
+shutdown fails.
 
 Prints one line per check ("ok <label>: <message>" or "FAIL <label>: ..."); exits 1 on a failure.
 """
@@ -55,6 +56,11 @@ def ranks_disagree():
     shape = (4,) if hvd.rank() == 0 else (2, 2)
     expect("shape_mismatch", hvd.PreconditionError,
            lambda: hvd.allreduce(torch.ones(shape), name="mismatch.shape"), "shape")
+    # Unnamed requests are named by tutti.common.naming, with torch's prefix.
+    expect("unnamed_shape_mismatch", hvd.PreconditionError,
+           lambda: hvd.allreduce(torch.ones(shape)), "torch.allreduce.noname.", "shape")
+    expect("name_not_a_string", hvd.InvalidArgumentError,
+           lambda: hvd.allreduce(torch.ones(2), name=7), "name must be a non-empty string")
     handle = hvd.allreduce_async(torch.ones(2), name="mismatch.op",
                                  op=hvd.Sum if hvd.rank() == 0 else hvd.Max)
     expect("op_mismatch_async", hvd.PreconditionError, lambda: hvd.synchronize(handle))
@@ -89,6 +95,57 @@ def name_reused_in_flight():
     report("unnamed_after_one_sided_failure", torch.equal(got, torch.full((2,), 2.0)), got.tolist())
 
 
+def requests_done():
+    return hvd.counters()["requests_done"]
+
+
+def grouped_calls_are_one_request():
+    """A grouped call of any length is one request of the core (one crossing into it), and
+    so is each group of DistributedOptimizer(num_groups=...)."""
+    tensors = [torch.full((i + 1,), float(hvd.rank() + 1)) for i in range(16)]
+    for label, call in [
+            ("grouped_allreduce_is_one_request",
+             lambda: hvd.grouped_allreduce(tensors, op=hvd.Sum, name="one.ar")),
+            ("grouped_allreduce__is_one_request",
+             lambda: hvd.grouped_allreduce_([t.clone() for t in tensors], op=hvd.Sum)),
+            ("grouped_allgather_is_one_request",
+             lambda: hvd.grouped_allgather(tensors, name="one.ag")),
+            ("grouped_reducescatter_is_one_request",
+             lambda: hvd.grouped_reducescatter([t.repeat(2) for t in tensors], op=hvd.Sum))]:
+        before = requests_done()
+        results = call()
+        report(label, requests_done() - before == 1 and len(results) == 16,
+               "%d requests for 16 tensors" % (requests_done() - before))
+    model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(4)])
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters(),
+                                         num_groups=2)
+    before = requests_done()
+    model(torch.ones(2, 4)).sum().backward()
+    optimizer.step()
+    report("optimizer_group_is_one_request", requests_done() - before == 2,
+           "8 gradients in 2 groups: %d requests" % (requests_done() - before))
+
+
+def misused_handles():
+    handle = hvd.allreduce_async(torch.ones(1), name="misuse")
+    report("handle_is_an_int", isinstance(handle, int), type(handle).__mro__)
+    expect("plain_int_refused", hvd.InvalidArgumentError, lambda: hvd.synchronize(int(handle)),
+           "unknown tutti handle", "returned")
+    hvd.synchronize(handle)
+    expect("poll_after_synchronize", hvd.InvalidArgumentError, lambda: hvd.poll(handle),
+           "unknown tutti handle", str(handle))
+    # A request the other rank makes late: a wait with a timeout returns without it.
+    if hvd.rank() == 1:
+        time.sleep(0.5)
+    late = hvd.allreduce_async(torch.ones(1), name="late", op=hvd.Sum)
+    if hvd.rank() == 0:
+        done, outputs, ints = torch.ops.tutti.wait(late, 0.0)
+        report("wait_timeout_returns_pending", not done and not outputs and not ints,
+               (done, outputs, ints))
+    report("late_completes", hvd.synchronize(late).item() == 2.0, "")
+
+
 def waiting_releases_the_gil():
     """While rank 0 waits in one long native wait (rank 1 submits 1.5 s late), a Python
     thread must run about as fast as while rank 0 sleeps; a wait that held the GIL would
@@ -112,7 +169,7 @@ def waiting_releases_the_gil():
     sleeping_rate = (ticks[0] - before) / (time.monotonic() - start)
     handle = hvd.allreduce_async(torch.ones(2), name="gil", op=hvd.Sum)
     start, before = time.monotonic(), ticks[0]
-    done = torch.ops.tutti.wait(handle, 30.0)
+    done, _, _ = torch.ops.tutti.wait(handle, 30.0)
     waited = time.monotonic() - start
     waiting_rate = (ticks[0] - before) / waited
     stop.set()
@@ -129,6 +186,8 @@ def main():
     ranks_disagree()
     refused_reductions()
     name_reused_in_flight()
+    grouped_calls_are_one_request()
+    misused_handles()
     waiting_releases_the_gil()
     handle = hvd.allreduce_async(torch.ones(1), name="once")
     hvd.synchronize(handle)

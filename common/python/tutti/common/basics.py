@@ -4,7 +4,7 @@ import atexit
 import enum
 import warnings
 
-from . import core
+from . import c_api, core
 from .exceptions import InvalidArgumentError, NotInitializedError, UnsupportedError
 
 
@@ -28,15 +28,8 @@ Min = ReduceOp.Min
 Max = ReduceOp.Max
 Product = ReduceOp.Product
 
-# ReduceOp -> tutti_reduce_op of the C ABI (include/tutti/c_api.h).
-_CORE_REDUCE_OP = {
-    ReduceOp.Average: 0,
-    ReduceOp.Sum: 1,
-    ReduceOp.Min: 2,
-    ReduceOp.Max: 3,
-    ReduceOp.Product: 4,
-    ReduceOp.Adasum: 5,
-}
+# ReduceOp -> tutti_reduce_op of the C ABI: the members share their names.
+_CORE_REDUCE_OP = {op: int(c_api.ReduceCode[op.name.upper()]) for op in ReduceOp}
 _FROM_CORE_REDUCE_OP = {code: op for op, code in _CORE_REDUCE_OP.items()}
 
 
@@ -55,20 +48,8 @@ def reduce_op_from_core(code):
     return _FROM_CORE_REDUCE_OP[int(code)]
 
 
-# Element type name -> tutti_dtype code of the C ABI.
-DTYPE = {
-    "uint8": 0,
-    "int8": 1,
-    "uint16": 2,
-    "int16": 3,
-    "int32": 4,
-    "int64": 5,
-    "float16": 6,
-    "bfloat16": 7,
-    "float32": 8,
-    "float64": 9,
-    "bool": 10,
-}
+# Element type name -> tutti_dtype code of the C ABI ("float32": 8), in the order of the codes.
+DTYPE = c_api.dtype_names()
 
 
 # Number of times init() started the core in this process; identifies the running session,

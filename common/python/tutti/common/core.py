@@ -11,14 +11,20 @@ import ctypes
 import os
 
 from . import gpu_libraries
+from .c_api import (  # noqa: F401  (the C ABI's numbers, re-exported for the frontends)
+    C_API_VERSION,
+    GLOBAL_PROCESS_SET,
+    Collective,
+    DeviceType,
+    DType,
+    ReduceCode,
+    Status,
+)
 from .exceptions import error_for_status
 
 LIBRARY_NAME = "libtutti_core.so"
 
-# The TUTTI_C_API_VERSION of include/tutti/c_api.h that this Python code is written for.
-C_API_VERSION = 1
-
-OK = 0
+OK = Status.OK
 
 
 class Tensor(ctypes.Structure):
@@ -41,17 +47,14 @@ ALLOCATE_FN = ctypes.CFUNCTYPE(
     ctypes.POINTER(ctypes.c_int64),
 )
 
-# tutti_collective values.
-ALLREDUCE = 0
-ALLGATHER = 1
-BROADCAST = 2
-ALLTOALL = 3
-REDUCESCATTER = 4
-BARRIER = 5
-JOIN = 6
-
-# TUTTI_GLOBAL_PROCESS_SET
-GLOBAL_PROCESS_SET = 0
+# The collectives under the short names the frontends use (core.ALLREDUCE).
+ALLREDUCE = Collective.ALLREDUCE
+ALLGATHER = Collective.ALLGATHER
+BROADCAST = Collective.BROADCAST
+ALLTOALL = Collective.ALLTOALL
+REDUCESCATTER = Collective.REDUCESCATTER
+BARRIER = Collective.BARRIER
+JOIN = Collective.JOIN
 
 
 class Completion(ctypes.Structure):
@@ -86,6 +89,7 @@ class Request(ctypes.Structure):
         ("user_data", ctypes.c_void_p),
     ]
 
+
 class Device(ctypes.Structure):
     """struct tutti_device (C ABI minor version 1): where a request's tensors live."""
 
@@ -98,9 +102,8 @@ class Device(ctypes.Structure):
     ]
 
 
-# tutti_device_type values.
-DEVICE_CPU = 0
-DEVICE_CUDA = 1
+DEVICE_CPU = DeviceType.CPU
+DEVICE_CUDA = DeviceType.CUDA
 
 # name: (restype, argtypes) for every function of the C ABI.
 _SIGNATURES = {

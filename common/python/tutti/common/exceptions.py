@@ -7,6 +7,8 @@ disagree, a peer died, the transport broke) raises a `HorovodInternalError` (a R
 and a bad argument (including a name already in flight) a ValueError.
 """
 
+from .c_api import Status
+
 
 class HorovodInternalError(RuntimeError):
     """A collective failed: the ranks disagreed about it, a peer failed, or the transport
@@ -35,38 +37,38 @@ class TuttiError(RuntimeError):
 class NotInitializedError(TuttiError):
     """init() was not called yet, or shutdown() was called."""
 
-    status = 1
+    status = Status.ERR_NOT_INITIALIZED
 
 
 class InvalidArgumentError(TuttiError, ValueError):
     """A bad dtype, reduction, shape, name or environment value, or a name already in
     flight (a ValueError, as in Horovod)."""
 
-    status = 2
+    status = Status.ERR_INVALID_ARGUMENT
 
 
 class PreconditionError(TuttiError, HorovodInternalError):
     """The ranks disagree about a request (shape, dtype, op, ...), or a name is reused."""
 
-    status = 3
+    status = Status.ERR_PRECONDITION
 
 
 class UnsupportedError(TuttiError):
     """A valid request that this build of the core cannot carry out."""
 
-    status = 4
+    status = Status.ERR_UNSUPPORTED
 
 
 class AbortedError(TuttiError, HorovodInternalError):
     """The job is shutting down or a peer failed; the request did not complete."""
 
-    status = 5
+    status = Status.ERR_ABORTED
 
 
 class InternalError(TuttiError, HorovodInternalError):
     """A transport failure or a defect in the core."""
 
-    status = 6
+    status = Status.ERR_INTERNAL
 
 
 _BY_STATUS = {

@@ -50,26 +50,13 @@ class ProcessSet:
         in Horovod); InvalidArgumentError (a ValueError) if this process is not a member."""
         if self.process_set_id is None:
             return None
-        set_id = self._registered_id()
-        value = core.lib.tutti_process_set_rank(set_id)
-        if value < 0:
-            raise InvalidArgumentError(
-                "rank %d is not in %r; check included() before asking for rank()"
-                % (basics.rank(), self)
-            )
-        return value
+        return set_rank(self._registered_id())
 
     def size(self):
         """Number of ranks in the set; None while it is not registered (as in Horovod)."""
         if self.process_set_id is None:
             return None
-        set_id = self._registered_id()
-        value = core.lib.tutti_process_set_size(set_id)
-        if value < 0:
-            raise InvalidArgumentError(
-                "%r is not known to the core: %s" % (self, core.last_error())
-            )
-        return value
+        return set_size(self._registered_id())
 
     def included(self):
         """True if this process is a member of the set, registered or not (as in Horovod)."""
@@ -141,11 +128,52 @@ global_process_set = _GlobalProcessSet()
 _registered = {}
 
 
+def _describe(set_id):
+    if set_id in _registered:
+        return repr(_registered[set_id])
+    return "process set %d" % set_id
+
+
+def set_size(set_id):
+    """Number of ranks in the process set with id `set_id` (a registered id, as in a
+    request). InvalidArgumentError when the core does not know the id. The one place the
+    frontends ask the core for it."""
+    if set_id == core.GLOBAL_PROCESS_SET:
+        return basics.size()
+    value = core.lib.tutti_process_set_size(set_id)
+    if value < 0:
+        basics.rank()  # NotInitializedError, with the core's reason, when not running
+        raise InvalidArgumentError(
+            "%s is not known to the core: %s" % (_describe(set_id), core.last_error()))
+    return value
+
+
+def set_rank(set_id):
+    """This process's rank within the process set with id `set_id`. InvalidArgumentError
+    when this process is not a member (or the id is unknown)."""
+    if set_id == core.GLOBAL_PROCESS_SET:
+        return basics.rank()
+    value = core.lib.tutti_process_set_rank(set_id)
+    if value < 0:
+        set_size(set_id)  # an unknown id fails there, with the core's reason
+        raise InvalidArgumentError(
+            "rank %d is not in %s; check included() before asking for rank()"
+            % (basics.rank(), _describe(set_id)))
+    return value
+
+
 def even_splits(rows, parts):
     """Horovod's split of `rows` rows over `parts` ranks when an alltoall names no splits:
     as even as possible, the first rows % parts ranks one row more."""
     base, extra = divmod(rows, parts)
     return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def reducescatter_rows(rows, set_rank, set_size):
+    """The rows of a reducescatter result on rank `set_rank` of a set of `set_size` ranks,
+    for an input of `rows` rows: the core's rule, which is even_splits'."""
+    base, extra = divmod(rows, set_size)
+    return base + (1 if set_rank < extra else 0)
 
 
 def _is_mpi_comm(value):

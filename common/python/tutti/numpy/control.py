@@ -1,6 +1,6 @@
 """Waiting for requests, and the collectives without data: barrier and join."""
 
-from tutti.common import core
+from tutti.common import core, naming
 from tutti.common.process_sets import global_process_set
 
 from . import requests
@@ -38,5 +38,5 @@ def join():
     handle = requests.submit(core.JOIN, "join", None, global_process_set, [],
                              lambda allocated: int(result[0]), result=result)
     last = synchronize(handle)
-    requests.restart_numbering()
+    naming.restart_numbering()
     return last

@@ -98,7 +98,7 @@ def _splits_array(splits, set_size):
 def alltoall_async(array, splits=None, name=None, process_set=global_process_set):
     """Starts an alltoall; the handle's result is (output, received_splits)."""
     source = requests.source_array(array)
-    set_size = requests.set_size(process_sets.request_id(process_set))
+    set_size = process_sets.set_size(process_sets.request_id(process_set))
     split_counts = _splits_array(splits, set_size)
     received = requests.int32_buffer(set_size)
 

@@ -1,43 +1,15 @@
 """Turns numpy arrays and arguments into a tutti_request and queues it with the core."""
 
-import collections
 import ctypes
-import itertools
 import numbers
-import threading
 
 import numpy
 
-from tutti.common import basics, core, process_sets
+from tutti.common import basics, core, naming, process_sets
 from tutti.common.basics import ReduceOp
 from tutti.common.exceptions import InvalidArgumentError
 
 from . import dtypes, handles
-
-# Unnamed requests are numbered per (session, kind of call, process set) in call order, so
-# the same sequence of calls produces the same names on every rank, and ranks outside a
-# process set do not shift the numbering of the others.
-_counters = collections.defaultdict(itertools.count)
-_counters_lock = threading.Lock()
-
-
-def request_name(name, kind, set_id):
-    """`name`, checked, or the next automatic name for `kind` on process set `set_id`."""
-    if name is None:
-        with _counters_lock:
-            number = next(_counters[(basics.session(), kind, set_id)])
-        suffix = "" if set_id == core.GLOBAL_PROCESS_SET else ".set%d" % set_id
-        return "%s.noname.%d%s" % (kind, number, suffix)
-    if not isinstance(name, str) or not name:
-        raise InvalidArgumentError("name must be a non-empty string, got %r" % (name,))
-    return name
-
-
-def restart_numbering():
-    """Every rank numbers unnamed requests from 0 again (after join(), where ranks may have
-    made different numbers of calls)."""
-    with _counters_lock:
-        _counters.clear()
 
 
 def reduce_op(op):
@@ -124,12 +96,6 @@ def _same_arrays(a, b):
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def set_size(set_id):
-    if set_id == core.GLOBAL_PROCESS_SET:
-        return basics.size()
-    return core.lib.tutti_process_set_size(set_id)
-
-
 def int32_buffer(count):
     return numpy.zeros(max(count, 1), dtype=numpy.int32)
 
@@ -158,7 +124,7 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
         output_views, output_shapes = input_views, input_shapes
     else:
         output_views, output_shapes = _views(outputs)
-    name = request_name(name, kind, set_id)  # last: a refused call consumes no number
+    name = naming.request_name(name, kind, set_id)  # last: a refused call consumes no number
     # The core copies the request and the views while tutti_enqueue runs, but reads and
     # writes the data, splits and result buffers until `done`.
     keepalive = (inputs, outputs, splits, received_splits, result,

@@ -17,7 +17,7 @@ _plugin.check_core_version("tutti-torch", __version__, _CORE_REQUIREMENT)
 
 from tutti.common import *  # noqa: E402,F401,F403  (the shared API, see tutti.common.__all__)
 
-from .collectives import (  # noqa: E402
+from .reductions import (  # noqa: E402
     allreduce,
     allreduce_,
     allreduce_async,
@@ -32,7 +32,7 @@ from .collectives import (  # noqa: E402
     reducescatter_async,
 )
 from .compression import Compression  # noqa: E402
-from .control import barrier, join  # noqa: E402
+from .control import barrier, join, poll, synchronize  # noqa: E402
 from .data_movement import (  # noqa: E402
     allgather,
     allgather_async,
@@ -53,7 +53,6 @@ from .functions import (  # noqa: E402
     broadcast_parameters,
 )
 from .optimizer import DistributedOptimizer  # noqa: E402
-from .requests import poll, synchronize  # noqa: E402
 from .sync_batch_norm import SyncBatchNorm  # noqa: E402
 from . import mpi_ops  # noqa: E402,F401  (Horovod scripts use hvd.mpi_ops.<name>)
 from . import elastic  # noqa: E402,F401  (hvd.elastic.run, TorchState, ElasticSampler)

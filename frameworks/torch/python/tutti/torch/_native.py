@@ -20,7 +20,5 @@ plugin.load_native_library(
     torch.ops.load_library,
 )
 
-# torch.ops.tutti.<name>: allreduce, allreduce_, allreduce_async, allreduce_async_, poll,
-# wait, take_error_status (src/allreduce_ops.cc); enqueue, request_results,
-# discard_results (src/request_ops.cc).
+# torch.ops.tutti.<name>: enqueue, poll, wait, take_error_status (src/request_ops.cc).
 ops = torch.ops.tutti

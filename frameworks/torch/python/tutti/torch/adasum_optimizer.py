@@ -24,7 +24,7 @@ from tutti.common import adasum
 from tutti.common.basics import Adasum
 from tutti.common.process_sets import global_process_set
 
-from .collectives import _allreduce_async
+from .reductions import _allreduce_async
 from .compression import Compression
 from .requests import synchronize
 

@@ -1,14 +1,18 @@
-"""Collectives without data: barrier and join."""
+"""Calls that move no tensors: barrier, join, and waiting for asynchronous requests
+(poll, synchronize)."""
 
+from tutti.common import naming
+from tutti.common.core import Collective
 from tutti.common.process_sets import global_process_set
 
 from . import requests
+from .requests import poll, synchronize  # noqa: F401  (public here, see requests.py)
 
 
 def barrier(process_set=global_process_set):
     """Returns once every rank of `process_set` has called barrier()."""
-    return requests.synchronize(requests.submit(requests.BARRIER, "barrier", None, process_set,
-                                                [], lambda results, extra: None))
+    return requests.synchronize(requests.submit(
+        Collective.BARRIER, "barrier", None, process_set, [], lambda results, extra: None))
 
 
 def join(device=-1):
@@ -20,5 +24,8 @@ def join(device=-1):
     Afterwards every rank numbers its unnamed requests from 0 again, so that ranks which
     made different numbers of calls before join() agree on the names of the next ones.
     device is accepted for Horovod compatibility (join itself moves no tensors)."""
-    return requests.synchronize(requests.submit(requests.JOIN, "join", None, global_process_set,
-                                                [], lambda results, extra: int(extra[0])))
+    last = requests.synchronize(requests.submit(
+        Collective.JOIN, "join", None, global_process_set, [],
+        lambda results, extra: int(extra[0])))
+    naming.restart_numbering()
+    return last

@@ -3,9 +3,11 @@ synchronous (differentiable) and asynchronous, with Horovod's signatures."""
 
 import torch
 from tutti.common.basics import Average, Sum
+from tutti.common.core import Collective
 from tutti.common.process_sets import even_splits, global_process_set
 
 from . import requests
+from .reductions import _allreduce_async
 from .requests import synchronize
 
 # ---- allgather ----
@@ -17,7 +19,7 @@ def _allgather_async(tensors, kind, name, process_set, grouped):
     def finish(results, extra):
         return list(results) if grouped else results[0]
 
-    return requests.submit(requests.ALLGATHER, kind, name, process_set, sources, finish)
+    return requests.submit(Collective.ALLGATHER, kind, name, process_set, sources, finish)
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
@@ -35,7 +37,6 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
 def _own_rows(grads, rows, process_set):
     """The gradient of an allgather for this rank: the average over the ranks of the
     output gradients, restricted to the rows this rank contributed."""
-    from .collectives import _allreduce_async  # circular at import time otherwise
     reduced = synchronize(_allreduce_async(list(grads), "grouped_allreduce", None, Average,
                                            1.0, 1.0, process_set, False, True))
     counts = synchronize(_allgather_async([torch.tensor(rows, dtype=torch.int64)],
@@ -93,7 +94,7 @@ def _broadcast_async(tensor, root_rank, name, process_set, in_place):
             return tensor
         return output
 
-    return requests.submit(requests.BROADCAST, "broadcast", name, process_set, [source],
+    return requests.submit(Collective.BROADCAST, "broadcast", name, process_set, [source],
                            finish, outputs=[output], root_rank=root)
 
 
@@ -116,7 +117,6 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        from .collectives import _allreduce_async  # circular at import time otherwise
         grad = synchronize(_allreduce_async([grad_output], "allreduce", None, Average, 1.0,
                                             1.0, ctx.process_set, False, False))
         if (ctx.process_set or global_process_set).rank() != ctx.root_rank:
@@ -211,7 +211,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     def finish(results, extra):
         return results[0], torch.tensor(extra, dtype=received_dtype)
 
-    return requests.submit(requests.ALLTOALL, "alltoall", name, process_set, [source],
+    return requests.submit(Collective.ALLTOALL, "alltoall", name, process_set, [source],
                            finish, splits=split_counts)
 
 

@@ -17,7 +17,7 @@ from tutti.common.exceptions import InvalidArgumentError
 from tutti.common.process_sets import global_process_set
 
 from .adasum_optimizer import adasum_optimizer
-from .collectives import _allreduce_async
+from .reductions import _allreduce_async
 from .compression import Compression
 from .data_movement import sparse_allreduce_async
 from .requests import synchronize

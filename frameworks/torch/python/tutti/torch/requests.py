@@ -1,30 +1,35 @@
 """Hands torch tensors to the core as one request and collects the result.
 
-Every collective is asynchronous underneath: a request is queued with the native
-`enqueue` operator, which returns a handle; `synchronize(handle)` waits for it and builds
-the result from the request's output tensors. Errors reported by the core are raised as
-the matching tutti.common exception (all are RuntimeError subclasses) with the core's
-message.
+Every collective is asynchronous underneath: a request (single or grouped) is queued with
+the native `enqueue` operator, one crossing into the core, which returns an int handle;
+`synchronize(handle)` waits for it with the native `wait`, which also hands back the
+request's outputs, and builds the result. The native library keeps the only record of a
+request in flight; the handle itself carries how to build its result. Errors reported by
+the core are raised as the matching tutti.common exception (all are RuntimeError
+subclasses) with the core's message.
 """
 
 import numbers
 
 import torch
-from tutti.common import process_sets
+from tutti.common import naming, process_sets
 from tutti.common.basics import core_reduce_op
 from tutti.common.exceptions import InvalidArgumentError, error_for_status
 
 from ._native import ops
 
-# The core's tutti_collective numbering.
-ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN = range(7)
+# The overloads themselves: calling them skips the packet's overload resolution.
+_enqueue, _poll, _wait = ops.enqueue.default, ops.poll.default, ops.wait.default
 
 # synchronize() waits in slices this long, so that Ctrl-C is noticed between them.
 _WAIT_SLICE_SECONDS = 0.5
 
-# handle -> function building the result of a request not synchronized yet from its
-# output tensors and integer results.
-_finishers = {}
+
+
+class Handle(int):
+    """A request in flight: an int, as Horovod's handles are, that also holds `finish`,
+    the function that builds the request's result from its output tensors and integer
+    results."""
 
 
 def call(op, *args):
@@ -60,12 +65,16 @@ def tensor_list(tensors, what):
 
 
 def check_name(name):
-    if name is not None and not isinstance(name, str):
-        raise TypeError("name must be a str or None, got %s" % type(name).__name__)
-    return name or ""
+    """A request's name as given: None or "" (as in Horovod) for none, else tutti.common's
+    rule for names."""
+    if name is None or (isinstance(name, str) and not name):
+        return None
+    return naming.checked_name(name)
 
 
 def scale(value, label):
+    if type(value) is float:  # the common case, without the slower abstract check below
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("%s must be a real number, got %r" % (label, value))
     return float(value)
@@ -79,7 +88,10 @@ def integer(value, label):
 
 def contiguous(tensor):
     """`tensor`'s data as a contiguous tensor outside autograd (a copy only when needed)."""
-    return check_tensor(tensor).detach().contiguous()
+    check_tensor(tensor)
+    if tensor.requires_grad:  # detach() makes a new tensor object: only when needed
+        tensor = tensor.detach()
+    return tensor.contiguous()
 
 
 def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op=0,
@@ -89,15 +101,18 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
     allocates them. finish(outputs, extra) builds what synchronize() returns; extra holds
     alltoall's received splits or join's last rank."""
     set_id = process_sets.request_id(process_set)
-    handle = call(ops.enqueue, collective, check_name(name), kind, set_id, inputs, outputs,
-                  core_reduce_op(op), float(prescale), float(postscale), int(root_rank), splits)
-    _finishers[handle] = finish
+    # Named last: a call refused by a check above takes no number.
+    name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
+    handle = Handle(call(_enqueue, collective, name, kind, set_id, inputs, outputs,
+                         core_reduce_op(op), float(prescale), float(postscale),
+                         int(root_rank), splits))
+    handle.finish = finish
     return handle
 
 
 def poll(handle):
     """True if the request behind `handle` has finished (synchronize() will not block)."""
-    return call(ops.poll, handle)
+    return call(_poll, handle)
 
 
 def synchronize(handle):
@@ -106,15 +121,11 @@ def synchronize(handle):
     is a function, as in Horovod: synchronize() calls it."""
     if callable(handle):
         return handle()
-    try:
-        while not call(ops.wait, handle, _WAIT_SLICE_SECONDS):
-            pass
-    except KeyboardInterrupt:
-        raise  # the request is still pending; synchronize() may be called again
-    except BaseException:
-        if _finishers.pop(handle, None) is not None:
-            ops.discard_results(handle)
-        raise
-    finish = _finishers.pop(handle)
-    outputs, extra = call(ops.request_results, handle)
-    return finish(outputs, extra)
+    finish = getattr(handle, "finish", None)
+    if finish is None:
+        raise InvalidArgumentError("unknown tutti handle %r: synchronize() takes the handle "
+                                   "an *_async call returned" % (handle,))
+    while True:  # in slices, so that Ctrl-C leaves the request pending, not lost
+        done, outputs, extra = call(_wait, handle, _WAIT_SLICE_SECONDS)
+        if done:
+            return finish(outputs, extra)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from tutti.common.basics import Sum
 from tutti.common.process_sets import global_process_set
 
-from .collectives import allreduce
+from .reductions import allreduce
 from .data_movement import allgather
 
 _HALF = (torch.float16, torch.bfloat16)

@@ -8,6 +8,7 @@ ones are that pair and are differentiable (for Average and Sum).
 import torch
 from tutti.common import adasum
 from tutti.common.basics import Adasum, Average, ReduceOp, Sum, resolve_reduce_op
+from tutti.common.core import Collective
 from tutti.common.process_sets import global_process_set
 
 from . import requests
@@ -40,7 +41,7 @@ def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, 
             results = list(tensors)
         return list(results) if grouped else results[0]
 
-    return requests.submit(requests.ALLREDUCE, kind, name, process_set, sources, finish,
+    return requests.submit(Collective.ALLREDUCE, kind, name, process_set, sources, finish,
                            outputs=outputs, op=op, prescale=prescale, postscale=postscale)
 
 
@@ -129,6 +130,17 @@ class _GroupedAllreduce(torch.autograd.Function):
         return (None,) * 5 + tuple(reduced)
 
 
+def _apply_grouped(function, what, tensors, name, compression, reduce_args, process_set):
+    """The grouped call `what`: the autograd `function` (taking name, op, prescale,
+    postscale, process_set and the tensors) on the compressed tensors, as one request."""
+    tensors = requests.tensor_list(tensors, what)
+    requests.check_name(name)
+    compression = compression or Compression.none
+    compressed = [compression.compress(t) for t in tensors]
+    outputs = function.apply(name, *reduce_args, process_set, *[c[0] for c in compressed])
+    return [compression.decompress(o, c[1]) for o, c in zip(outputs, compressed)]
+
+
 def allreduce(tensor, average=None, name=None, compression=None, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` across the ranks of `process_set` and returns the result as a new
@@ -160,14 +172,9 @@ def grouped_allreduce(tensors, average=None, name=None, compression=None, op=Non
                       process_set=global_process_set):
     """Reduces a list of tensors as one request; returns a list of new tensors.
     Differentiable for Average and Sum."""
-    op, prescale, postscale = _reduce_args(op, average, prescale_factor, postscale_factor)
-    tensors = requests.tensor_list(tensors, "grouped_allreduce")
-    requests.check_name(name)
-    compression = compression or Compression.none
-    compressed = [compression.compress(t) for t in tensors]
-    reduced = _GroupedAllreduce.apply(name, op, prescale, postscale, process_set,
-                                      *[c[0] for c in compressed])
-    return [compression.decompress(r, c[1]) for r, c in zip(reduced, compressed)]
+    return _apply_grouped(_GroupedAllreduce, "grouped_allreduce", tensors, name, compression,
+                          _reduce_args(op, average, prescale_factor, postscale_factor),
+                          process_set)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -185,7 +192,7 @@ def _reducescatter_async(tensors, kind, name, op, prescale, postscale, process_s
     def finish(results, extra):
         return list(results) if grouped else results[0]
 
-    return requests.submit(requests.REDUCESCATTER, kind, name, process_set, sources, finish,
+    return requests.submit(Collective.REDUCESCATTER, kind, name, process_set, sources, finish,
                            op=op, prescale=prescale, postscale=postscale)
 
 
@@ -208,10 +215,11 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=
 def _gather_gradients(grads, op, prescale, postscale, process_set):
     """Gradient of a reducescatter, as Horovod 0.28.1 defines it: every rank's output
     gradient, gathered, and for op=Sum multiplied by the set size (Average: unscaled)."""
-    from .data_movement import _allgather_async  # circular at import time otherwise
     factor = float(_set_size(process_set)) if op == Sum else 1.0
-    gathered = synchronize(_allgather_async(list(grads), "grouped_allgather", None,
-                                            process_set, True))
+    # Submitted here rather than through data_movement, which builds on this module.
+    gathered = synchronize(requests.submit(
+        Collective.ALLGATHER, "grouped_allgather", None, process_set,
+        [requests.contiguous(g) for g in grads], lambda results, extra: list(results)))
     return [g * factor if factor != 1.0 else g for g in gathered]
 
 
@@ -252,11 +260,6 @@ def grouped_reducescatter(tensors, name=None, compression=None, op=Average,
                           prescale_factor=1.0, postscale_factor=1.0,
                           process_set=global_process_set):
     """reducescatter() of a list of tensors as one request; returns a list of parts."""
-    op, prescale, postscale = _reduce_args(op, None, prescale_factor, postscale_factor)
-    tensors = requests.tensor_list(tensors, "grouped_reducescatter")
-    requests.check_name(name)
-    compression = compression or Compression.none
-    compressed = [compression.compress(t) for t in tensors]
-    parts = _Reducescatter.apply(name, op, prescale, postscale, process_set,
-                                 *[c[0] for c in compressed])
-    return [compression.decompress(p, c[1]) for p, c in zip(parts, compressed)]
+    return _apply_grouped(_Reducescatter, "grouped_reducescatter", tensors, name, compression,
+                          _reduce_args(op, None, prescale_factor, postscale_factor),
+                          process_set)
