@@ -91,6 +91,23 @@ class LiveJob:
             time.sleep(0.1)
         return False
 
+    def wait_for_stderr(self, text, timeout):
+        """Whether tuttirun printed `text` on its stderr within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in "".join(self.errors):
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.1)
+        return False
+
+    def kill(self):
+        """Kills the whole job if it still runs (a test that failed half-way)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+
     def finish(self, timeout):
         try:
             self.proc.wait(timeout=timeout)
