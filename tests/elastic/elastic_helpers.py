@@ -128,6 +128,27 @@ class LiveJob:
                                                            "".join(self.errors))
 
 
+def listening_ports(pid):
+    """The TCP ports on which process `pid` listens (from /proc: its socket inodes matched
+    against the kernel's socket tables)."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as handle:
+            for line in handle.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
 def kept_steps(all_events):
     """The steps that count: a generation that ended in a failure loses its steps after
     its last commit (the survivors restore that commit)."""

@@ -1,15 +1,15 @@
-"""The elastic scenarios every framework's tests run, on a worker script of a common shape.
+"""The elastic scenarios that the Keras, TensorFlow and MXNet tests run, as pytest tests.
 
-The script (workers/keras_train.py, workers/mxnet_train.py) trains in float64 on fixed
-global batches of GLOBAL_BATCH samples, each worker on its equal part of every batch, so
-that each step applies the gradient of the whole global batch whatever the job's size.
-The job's final weights must therefore equal those of the same script run alone, without
-failures (`reference_weights`), and every global batch must be trained exactly once, by
-every rank of one generation, each sample once (`check_training`). Steps of a generation
-that come after the point where the next generation resumed were rolled back (a failure
-restores the last commit) and do not count.
-
-Every job runs under a deadline; a job past it is killed and fails the test.
+A framework's test module imports the tests it runs and provides two fixtures:
+`train_script`, its worker script (workers/*_train.py, the job of
+workers/global_batches.py), and `job_seconds`, the deadline of each job (a job past it is
+killed and fails the test). The script trains in float64 on fixed global batches, each
+worker on its equal part of every batch, so that each step applies the gradient of the
+whole global batch whatever the job's size. The job's final weights must therefore equal
+those of the same script run alone, without failures (`reference`), and every global batch
+must be trained exactly once, by every rank of one generation, each sample once
+(`check_training`). Steps of a generation that come after the point where the next
+generation resumed were rolled back (a failure restores the last commit) and do not count.
 """
 
 import collections
@@ -27,11 +27,13 @@ def finals(all_events):
     return {e["rank"]: e for e in all_events if e["event"] == "final"}
 
 
-def reference_weights(script, timeout):
+@pytest.fixture(scope="module")
+def reference(train_script, job_seconds):
     """The weights of the script run alone (one process, no launcher, no failure)."""
-    result = eh.launch.run([sys.executable, script], timeout=timeout)
+    result = eh.launch.run([sys.executable, train_script], timeout=job_seconds)
     assert result.returncode == 0, result.stdout + result.stderr
-    final = finals(eh.events("[0]<stdout>: " + line for line in result.stdout.splitlines()))
+    final = finals(eh.events("\n".join("[0]<stdout>: " + line
+                                        for line in result.stdout.splitlines())))
     return final[0]["weights"]
 
 
@@ -85,14 +87,21 @@ def described(result):
         result.returncode, result.stdout, result.stderr)
 
 
-def killed_worker(tmp_path, script, reference, timeout):
+@pytest.fixture(scope="module")
+def added_host_options():
+    """Options of the worker script in test_added_host_joins_at_the_next_commit."""
+    return []
+
+
+def test_killed_worker_resumes_at_the_committed_batch(tmp_path, train_script, reference,
+                                                      job_seconds):
     """3 workers on 3 hosts; the one on 127.0.0.4 dies (SIGKILL) before batch 3 of epoch 1:
     the two others restore the commit after batch 1 and go on from batch 2 at size 2."""
     hosts = eh.Hosts(tmp_path, ["127.0.0.2:1", "127.0.0.3:1", "127.0.0.4:1"])
     result = eh.run(["--host-discovery-script", hosts.script, "--min-np", "2",
-                     "--elastic-timeout", "60", sys.executable, script,
+                     "--elastic-timeout", "60", sys.executable, train_script,
                      "--crash-host", "127.0.0.4", "--crash-epoch", "1", "--crash-batch", "3"],
-                    timeout=timeout)
+                    timeout=job_seconds)
     assert result.returncode == 0, described(result)
     assert "was killed by SIGKILL" in result.stderr, described(result)
     assert "host 127.0.0.4 is blacklisted for the rest of the job" in result.stderr, \
@@ -107,17 +116,19 @@ def killed_worker(tmp_path, script, reference, timeout):
     assert (0, 3, 1, 2) in lost and all(key[:3] == (0, 3, 1) for key in lost), lost
 
 
-def added_host(tmp_path, script, reference, timeout, extra=()):
+def test_added_host_joins_at_the_next_commit(tmp_path, train_script, reference, job_seconds,
+                                             added_host_options):
     """2 workers; a third host appears in the discovery output: the job grows to 3 at a
     commit, keeps its state (nothing is trained twice) and syncs the new worker."""
     hosts = eh.Hosts(tmp_path, ["127.0.0.2:1", "127.0.0.3:1"])
     job = eh.LiveJob(["--host-discovery-script", hosts.script, "--elastic-timeout", "60",
-                      sys.executable, script, "--step-seconds", "0.2"] + list(extra))
+                      sys.executable, train_script, "--step-seconds", "0.2"]
+                     + added_host_options)
     try:
-        assert job.wait_for(lambda ev: any(e["event"] == "step" for e in ev), timeout / 2), \
+        assert job.wait_for(lambda ev: any(e["event"] == "step" for e in ev), job_seconds / 2), \
             job.describe()
         hosts.write(["127.0.0.2:1", "127.0.0.3:1", "127.0.0.5:1"])
-        result = job.finish(timeout)
+        result = job.finish(job_seconds)
     finally:
         job.kill()
     assert result.returncode == 0, described(result)
@@ -129,13 +140,13 @@ def added_host(tmp_path, script, reference, timeout, extra=()):
     assert {s["size"] for s in steps} == {2, 3}, described(result)
 
 
-def failing_host(tmp_path, script, reference, timeout):
+def test_failing_host_is_blacklisted(tmp_path, train_script, reference, job_seconds):
     """A host whose worker fails at once is blacklisted for good; the job trains with the
     two others."""
     hosts = eh.Hosts(tmp_path, ["127.0.0.2:1", "127.0.0.3:1", "127.0.0.6:1"])
     result = eh.run(["--host-discovery-script", hosts.script, "--min-np", "2",
-                     "--elastic-timeout", "60", sys.executable, script,
-                     "--fail-host", "127.0.0.6"], timeout=timeout)
+                     "--elastic-timeout", "60", sys.executable, train_script,
+                     "--fail-host", "127.0.0.6"], timeout=job_seconds)
     assert result.returncode == 0, described(result)
     assert result.stderr.count("on 127.0.0.6 exited with code 3") == 1, described(result)
     assert "host 127.0.0.6 is blacklisted for the rest of the job" in result.stderr, \
@@ -143,18 +154,18 @@ def failing_host(tmp_path, script, reference, timeout):
     check_training(eh.events(result.stdout), reference, expected_size=2)
 
 
-def waits_for_min_np(tmp_path, script, reference, timeout):
+def test_job_waits_for_min_np_workers(tmp_path, train_script, reference, job_seconds):
     """One host of one slot and --min-np 2: tuttirun waits (no generation) until a second
     host appears within --elastic-timeout, then the job trains at size 2."""
     hosts = eh.Hosts(tmp_path, ["127.0.0.2:1"])
     job = eh.LiveJob(["--host-discovery-script", hosts.script, "--min-np", "2",
-                      "--elastic-timeout", "120", sys.executable, script])
+                      "--elastic-timeout", "120", sys.executable, train_script])
     try:
-        assert job.wait_for_stderr("fewer than --min-np 2; waiting up to 120 s", timeout / 2), \
+        assert job.wait_for_stderr("fewer than --min-np 2; waiting up to 120 s", job_seconds / 2), \
             job.describe()
         assert not eh.events("".join(job.lines)), job.describe()
         hosts.write(["127.0.0.2:1", "127.0.0.3:1"])
-        result = job.finish(timeout)
+        result = job.finish(job_seconds)
     finally:
         job.kill()
     assert result.returncode == 0, described(result)
@@ -163,14 +174,14 @@ def waits_for_min_np(tmp_path, script, reference, timeout):
     check_training(eh.events(result.stdout), reference, expected_size=2)
 
 
-def below_min_np(tmp_path, script, timeout):
+def test_failure_below_min_np_stops_the_survivors(tmp_path, train_script, job_seconds):
     """2 workers, --min-np 2; one dies: the survivor is stopped and tuttirun exits 1 with a
     message once --elastic-timeout (3 s) passes without a second host."""
     hosts = eh.Hosts(tmp_path, ["127.0.0.2:1", "127.0.0.3:1"])
     result = eh.run(["--host-discovery-script", hosts.script, "--min-np", "2",
-                     "--elastic-timeout", "3", sys.executable, script,
+                     "--elastic-timeout", "3", sys.executable, train_script,
                      "--crash-host", "127.0.0.3", "--crash-epoch", "0", "--crash-batch", "2"],
-                    timeout=timeout)
+                    timeout=job_seconds)
     assert result.returncode == 1, described(result)
     assert ("tuttirun: error: only 1 worker(s) available, fewer than --min-np 2, for 3 s "
             "(--elastic-timeout); stopping the job") in result.stderr, described(result)
