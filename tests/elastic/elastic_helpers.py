@@ -91,6 +91,23 @@ class LiveJob:
             time.sleep(0.1)
         return False
 
+    def wait_for_stderr(self, text, timeout):
+        """Whether tuttirun printed `text` on its stderr within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in "".join(self.errors):
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.1)
+        return False
+
+    def kill(self):
+        """Kills the whole job if it still runs (a test that failed half-way)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+
     def finish(self, timeout):
         try:
             self.proc.wait(timeout=timeout)
@@ -109,6 +126,27 @@ class LiveJob:
     def describe(self):
         return "--- stdout ---\n%s\n--- stderr ---\n%s" % ("".join(self.lines),
                                                            "".join(self.errors))
+
+
+def listening_ports(pid):
+    """The TCP ports on which process `pid` listens (from /proc: its socket inodes matched
+    against the kernel's socket tables)."""
+    inodes = set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as handle:
+            for line in handle.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def kept_steps(all_events):

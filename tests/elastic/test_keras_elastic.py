@@ -1,28 +1,29 @@
-"""Elastic Keras (tutti.tensorflow.keras) under tuttirun: a worker killed mid-epoch."""
+"""Elastic Keras (tutti.tensorflow.keras, model.fit with the elastic callbacks) under
+tuttirun on simulated hosts, 2 and 3 workers: the scenarios of elastic_scenarios.py."""
 
-import sys
+import pytest
 
 import elastic_helpers as eh
+from elastic_scenarios import (  # noqa: F401  (the tests and fixtures this module runs)
+    reference,
+    test_added_host_joins_at_the_next_commit,
+    test_failing_host_is_blacklisted,
+    test_failure_below_min_np_stops_the_survivors,
+    test_job_waits_for_min_np_workers,
+    test_killed_worker_resumes_at_the_committed_batch,
+)
 
-TRAIN = eh.worker("keras_train.py")
+
+@pytest.fixture(scope="module")
+def train_script():
+    return eh.worker("keras_train.py")
 
 
-def test_killed_worker_keras_job_continues(tmp_path):
-    hosts = eh.Hosts(tmp_path, ["127.0.0.2:1", "127.0.0.3:1", "127.0.0.4:1"])
-    result = eh.run(["--host-discovery-script", hosts.script, "--min-np", "2",
-                     "--elastic-timeout", "60", sys.executable, TRAIN,
-                     "--crash-host", "127.0.0.4"], timeout=300)
-    described = "exit %d\n%s\n%s" % (result.returncode, result.stdout, result.stderr)
-    assert result.returncode == 0, described
-    assert "was killed by SIGKILL" in result.stderr, described
-    assert "generation 1: 2 worker(s) on 127.0.0.2:1, 127.0.0.3:1" in result.stderr, described
-    events = eh.events(result.stdout)
-    finals = {e["rank"]: e for e in events if e["event"] == "final"}
-    assert sorted(finals) == [0, 1], described
-    assert all(e["epoch"] == 3 and e["size"] == 2 for e in finals.values()), finals
-    # Both survivors hold the same weights (synced, then trained in lockstep).
-    assert finals[0]["weights"] == finals[1]["weights"]
-    # Epoch 1 ran again at size 2 from its start (Keras restarts the committed epoch).
-    starts = {(e["gen"], e["size"], e["epoch"]) for e in events if e["event"] == "epoch"}
-    assert (0, 3, 1) in starts and (1, 2, 1) in starts and (1, 2, 2) in starts, starts
-    assert (1, 2, 0) not in starts, starts
+@pytest.fixture(scope="module")
+def job_seconds():
+    return 300  # every worker starts TensorFlow, which takes long on a loaded machine
+
+
+@pytest.fixture(scope="module")
+def added_host_options():
+    return ["--horovod-epochs"]  # fit called as Horovod's examples call it

@@ -105,6 +105,9 @@ def test_added_host_joins_at_the_next_commit(tmp_path):
     try:
         assert job.wait_for(lambda ev: any(e["event"] == "step" for e in ev), 120), \
             job.describe()
+        # The launcher listens on one port only, the job's authenticated store (the
+        # workers' rendezvous): no driver service of its own.
+        assert len(eh.listening_ports(job.proc.pid)) == 1, eh.listening_ports(job.proc.pid)
         hosts.write(["127.0.0.2:1", "127.0.0.3:1", "127.0.0.5:1"])
         result = job.finish(JOB_SECONDS)
     finally:
@@ -121,6 +124,32 @@ def test_added_host_joins_at_the_next_commit(tmp_path):
     assert grown and all(s["gen"] >= 1 for s in grown)
     # The new worker started from the synced state, not from its own initialisation.
     assert len({tuple(map(tuple, e["weights"])) for e in finals(all_events).values()}) == 1
+
+
+def test_removed_host_retires_its_worker_at_the_next_commit(tmp_path):
+    # Hosts listed without slots get --slots-per-host 2; --max-np 3 caps the first
+    # generation at 3 of the 4 slots. When 127.0.0.3 leaves the discovery output, its
+    # worker leaves with the others at the next commit and exits with status 0.
+    hosts = eh.Hosts(tmp_path, ["127.0.0.2", "127.0.0.3"])
+    job = eh.LiveJob(["--host-discovery-script", hosts.script, "--slots-per-host", "2",
+                      "--max-np", "3", "--elastic-timeout", "60", sys.executable, TRAIN,
+                      "--step-seconds", "0.05"])
+    try:
+        assert job.wait_for(lambda ev: any(e["event"] == "step" for e in ev), 120), \
+            job.describe()
+        hosts.write(["127.0.0.2"])
+        result = job.finish(JOB_SECONDS)
+    finally:
+        job.kill()
+    described = "exit %d\n%s\n%s" % (result.returncode, result.stdout, result.stderr)
+    assert result.returncode == 0, described
+    assert "generation 0: 3 worker(s) on 127.0.0.2:2, 127.0.0.3:1" in result.stderr, described
+    assert "worker 2 on 127.0.0.3 retired (host removed)" in result.stderr, described
+    assert "generation 1: 2 worker(s) on 127.0.0.2:2" in result.stderr, described
+    assert "is no longer needed; exiting" in result.stderr, described
+    all_events = eh.events(result.stdout)
+    steps = check_training(all_events, expected_size=2)
+    assert len(steps) == len([e for e in all_events if e["event"] == "step"]), described
 
 
 def test_failing_host_is_blacklisted(tmp_path):

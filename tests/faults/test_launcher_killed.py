@@ -1,5 +1,6 @@
 """SIGKILL of tuttirun (as the OOM killer would do): nothing the job started may outlive it,
-neither the ranks and what they started (Gloo mode) nor mpirun and its ranks (--mpi)."""
+neither the ranks and what they started (Gloo mode, fixed or elastic) nor mpirun and its
+ranks (--mpi)."""
 
 import os
 import re
@@ -43,11 +44,18 @@ def wait_for_pids(proc, count, timeout):
 
 
 @scenario("launcher-sigkill")
-@pytest.mark.parametrize("mode", ["--gloo", "--mpi"])
-def test_nothing_outlives_a_killed_tuttirun(mode):
-    argv = [sys.executable, "-m", "tutti.runner", "-np", "2", mode]
+@pytest.mark.parametrize("mode", ["--gloo", "--mpi", "elastic"])
+def test_nothing_outlives_a_killed_tuttirun(mode, tmp_path):
+    argv = [sys.executable, "-m", "tutti.runner", "-np", "2"]
     if mode == "--mpi":
-        argv += ["--mpi-args", "--oversubscribe --allow-run-as-root"]
+        argv += ["--mpi", "--mpi-args", "--oversubscribe --allow-run-as-root"]
+    elif mode == "elastic":
+        discover = tmp_path / "discover.sh"
+        discover.write_text("#!/bin/sh\necho 127.0.0.2:2\n")
+        discover.chmod(0o755)
+        argv += ["--host-discovery-script", str(discover)]
+    else:
+        argv.append(mode)
     proc = subprocess.Popen(argv + [sys.executable, WORKER], env=launch._job_environment({}),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, start_new_session=True)

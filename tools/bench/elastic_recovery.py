@@ -1,13 +1,15 @@
-"""How long an elastic torch job takes to recover, measured on this machine.
+"""How long an elastic job takes to recover, measured on this machine, per framework.
 
-Runs tests/elastic/workers/torch_train.py under tuttirun's elastic mode on simulated hosts
-(loopback addresses) and reports, per run, from the worker's own timestamps:
-  kill:  a worker SIGKILLs itself mid-epoch -> survivors re-formed (reset callback) ->
-         first step of the new generation;
-  grow:  a host appears in the discovery output -> every worker re-formed at the next
-         commit -> first step at the new size.
-Usage: python tools/bench/elastic_recovery.py [--runs N]   (needs tutti and tutti.torch
-importable, e.g. PYTHONPATH set to a Bazel runfiles tree of //tests/elastic:torch_elastic_test)
+Runs the training script of tests/elastic/workers (torch_train.py, keras_train.py,
+tf_train.py or mxnet_train.py) under tuttirun's elastic mode on simulated hosts (loopback addresses) and
+reports, per run, from the workers' own timestamps:
+  kill:  a worker SIGKILLs itself mid-epoch (3 -> 2 workers) -> survivors re-formed (reset
+         callback) -> first step of the new generation;
+  grow:  a host appears in the discovery output (2 -> 3 workers) -> every worker re-formed
+         at the next commit -> first step at the new size.
+It prints the machine's load average before and after, since on a shared machine the
+numbers follow the load.
+Usage: bazel run //tools/bench:elastic_recovery -- --framework keras [--runs N]
 """
 
 import argparse
@@ -21,7 +23,16 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKER = os.path.join(HERE, "..", "..", "tests", "elastic", "workers", "torch_train.py")
+WORKERS = os.path.join(HERE, "..", "..", "tests", "elastic", "workers")
+# The script of each framework, and how long it pauses after each step while a host is
+# added: long enough that the job is still training when the new worker, which first
+# imports its framework, is ready.
+FRAMEWORKS = {
+    "torch": ("torch_train.py", 0.05),
+    "keras": ("keras_train.py", 1.0),
+    "tensorflow": ("tf_train.py", 1.0),
+    "mxnet": ("mxnet_train.py", 0.5),
+}
 EVENT = re.compile(r"^\[(\d+)\]<stdout>: (\{.*\})$")
 
 
@@ -46,16 +57,17 @@ def events(lines):
     return found
 
 
-def tuttirun(script, extra):
+def tuttirun(script, worker, extra):
     return subprocess.Popen([sys.executable, "-m", "tutti.runner", "--host-discovery-script",
-                             script, "--min-np", "2", sys.executable, WORKER] + extra,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             script, "--min-np", "2", sys.executable, worker] + extra,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
-def measure_kill(directory):
+def measure_kill(directory, framework):
     script = discovery(directory, ["127.0.0.2:1", "127.0.0.3:1", "127.0.0.4:1"])
-    proc = tuttirun(script, ["--crash-host", "127.0.0.4", "--epochs", "2"])
-    out, err = proc.communicate(timeout=300)
+    worker = os.path.join(WORKERS, FRAMEWORKS[framework][0])
+    proc = tuttirun(script, worker, ["--crash-host", "127.0.0.4", "--epochs", "2"])
+    out, _ = proc.communicate(timeout=600)
     found = events(out.splitlines())
     crash = [e["t"] for e in found if e["event"] == "crash"][0]
     reset = max(e["t"] for e in found if e["event"] == "reset")
@@ -63,9 +75,11 @@ def measure_kill(directory):
     return reset - crash, step - crash
 
 
-def measure_grow(directory):
+def measure_grow(directory, framework):
     script = discovery(directory, ["127.0.0.2:1", "127.0.0.3:1"])
-    proc = tuttirun(script, ["--step-seconds", "0.05", "--epochs", "2"])
+    name, step_seconds = FRAMEWORKS[framework]
+    proc = tuttirun(script, os.path.join(WORKERS, name),
+                    ["--step-seconds", str(step_seconds), "--epochs", "2"])
     lines = []
     added = None
     for line in proc.stdout:
@@ -73,7 +87,7 @@ def measure_grow(directory):
         if added is None and '"event": "step"' in line:
             discovery(directory, ["127.0.0.2:1", "127.0.0.3:1", "127.0.0.5:1"])
             added = time.time()
-    proc.communicate(timeout=300)
+    proc.communicate(timeout=600)
     found = events(lines)
     reset = max(e["t"] for e in found if e["event"] == "reset" and e["size"] == 3)
     step = min(e["t"] for e in found if e["event"] == "step" and e["size"] == 3)
@@ -82,19 +96,22 @@ def measure_grow(directory):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--framework", choices=sorted(FRAMEWORKS), default="torch")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    print("%s, load average %.2f %.2f %.2f" % ((args.framework,) + os.getloadavg()), flush=True)
     for name, measure in (("kill", measure_kill), ("grow", measure_grow)):
         resets, steps = [], []
         for _ in range(args.runs):
             with tempfile.TemporaryDirectory() as directory:
-                reset, step = measure(directory)
+                reset, step = measure(directory, args.framework)
             resets.append(reset)
             steps.append(step)
             print("%s: re-formed after %.2f s, training after %.2f s" % (name, reset, step),
                   flush=True)
         print("%s median: re-formed %.2f s, training %.2f s (%d runs)" % (
             name, statistics.median(resets), statistics.median(steps), args.runs), flush=True)
+    print("load average %.2f %.2f %.2f" % os.getloadavg(), flush=True)
 
 
 if __name__ == "__main__":

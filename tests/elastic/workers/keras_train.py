@@ -1,69 +1,70 @@
-"""An elastic Keras run for tests/elastic: model.fit with the elastic callbacks.
-
-A small dense regression model on fixed data; each worker fits its shard (rank::size) of
-the data, 3 epochs of 6 batches, committing every 2 batches. Prints JSON events:
-  epoch  {gen, rank, size, epoch}        at the start of each epoch
-  final  {rank, size, epoch, weights}
---crash-host H kills (SIGKILL) the worker on host H at epoch 1, batch 3 of generation 0.
-"""
+"""An elastic Keras run for tests/elastic: the job of global_batches.py with model.fit, a
+Keras DistributedOptimizer and the elastic callbacks (CommitStateCallback every 2 batches,
+UpdateBatchStateCallback resuming fit at the committed batch). --horovod-epochs calls fit
+as Horovod's examples do (epochs=EPOCHS - state.epoch, fit counting from 0) instead of
+initial_epoch=state.epoch."""
 
 import argparse
-import json
-import os
-import signal
+import time
 
-import numpy as np
-
-import keras
-import tutti.tensorflow.keras as hvd
-
-EPOCHS = 3
-
-
-def say(**event):
-    print(json.dumps(event), flush=True)
+import global_batches as job
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--crash-host")
-    args = parser.parse_args()
-    host = os.environ.get("HOROVOD_HOSTNAME")
+    parser.add_argument("--horovod-epochs", action="store_true")
+    args = job.options(parser)
+    import keras
+    import tutti.tensorflow.keras as hvd
 
     hvd.init()
-    rng = np.random.RandomState(3)
-    x = rng.randn(144, 4).astype("float32")
-    y = (x @ np.arange(1, 5, dtype="float32").reshape(4, 1)).astype("float32")
+    keras.config.set_floatx("float64")
+    x, y = job.data()
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="tanh"),
-                              keras.layers.Dense(1)])
+    model = keras.Sequential([keras.Input((job.FEATURES,)),
+                              keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
     optimizer = hvd.DistributedOptimizer(keras.optimizers.SGD(0.05, momentum=0.9))
     model.compile(optimizer=optimizer, loss="mse")
     state = hvd.elastic.KerasState(model, optimizer, epoch=0, batch=0)
+    state.register_reset_callbacks([lambda: job.say(event="reset", rank=hvd.rank(),
+                                                    size=hvd.size())])
 
-    class Crash(keras.callbacks.Callback):
+    class Log(keras.callbacks.Callback):
+        """Logs every trained batch (not those before the committed one, which
+        UpdateBatchStateCallback passes over) and crashes where asked."""
+
+        def on_train_begin(self, logs=None):
+            self.resume = (state.epoch, state.batch)
+            self.epoch = None
+
         def on_epoch_begin(self, epoch, logs=None):
-            say(event="epoch", gen=int(os.environ["TUTTI_ELASTIC_GENERATION"]),
-                rank=hvd.rank(), size=hvd.size(), epoch=epoch)
+            self.epoch = state.epoch  # fit's own count may start at 0 (--horovod-epochs)
 
         def on_train_batch_begin(self, batch, logs=None):
-            if (host == args.crash_host and os.environ["TUTTI_ELASTIC_GENERATION"] == "0"
-                    and state.epoch == 1 and batch == 3):
-                os.kill(os.getpid(), signal.SIGKILL)
+            if (self.epoch, batch) >= self.resume:
+                job.begin_step(args, hvd.rank(), hvd.size(), self.epoch, batch)
+
+        def on_train_batch_end(self, batch, logs=None):
+            if args.step_seconds:
+                time.sleep(args.step_seconds)
 
     @hvd.elastic.run
     def train(state):
-        shard = slice(hvd.rank(), None, hvd.size())
-        batch = len(x[shard]) // 6
-        model.fit(x[shard], y[shard], batch_size=batch, initial_epoch=state.epoch,
-                  epochs=EPOCHS, shuffle=False, verbose=0,
-                  callbacks=[Crash(), hvd.elastic.UpdateEpochStateCallback(state),
-                             hvd.elastic.UpdateBatchStateCallback(state),
-                             hvd.elastic.CommitStateCallback(state, batches_per_commit=2)])
+        mine = [i for b in range(job.BATCHES) for i in job.rows(hvd.rank(), hvd.size(), b)]
+        if args.horovod_epochs:
+            epochs = dict(epochs=args.epochs - state.epoch)
+        else:
+            epochs = dict(initial_epoch=state.epoch, epochs=args.epochs)
+        # Log first: it sees the epoch before UpdateEpochStateCallback moves it on.
+        model.fit(x[mine], y[mine], batch_size=job.GLOBAL_BATCH // hvd.size(), shuffle=False,
+                  verbose=0, callbacks=[
+                      Log(), hvd.elastic.UpdateEpochStateCallback(state),
+                      hvd.elastic.UpdateBatchStateCallback(state),
+                      hvd.elastic.CommitStateCallback(state, job.COMMIT_EVERY)], **epochs)
 
     train(state)
-    say(event="final", rank=hvd.rank(), size=hvd.size(), epoch=state.epoch,
-        weights=[w.flatten().tolist() for w in model.get_weights()])
+    job.say(event="final", rank=hvd.rank(), size=hvd.size(), epoch=state.epoch,
+            weights=[w.flatten().tolist() for w in model.get_weights()])
 
 
 if __name__ == "__main__":

@@ -36,6 +36,11 @@ WORKER_ID_VARIABLE = "TUTTI_ELASTIC_WORKER_ID"
 TIMEOUT_VARIABLE = "TUTTI_ELASTIC_TIMEOUT"
 GENERATION_VARIABLE = "TUTTI_ELASTIC_GENERATION"
 DEFAULT_TIMEOUT_SECONDS = 600.0
+# A worker waits this much longer than the launcher's --elastic-timeout for a generation,
+# so that the launcher, which sees the whole job, decides first (it stops the job with its
+# own message when fewer than --min-np workers remain); the worker gives up alone only
+# when no launcher does anything.
+LAUNCHER_MARGIN_SECONDS = 30.0
 _POLL_SECONDS = 0.02
 _TOPOLOGY = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE")
 
@@ -67,7 +72,7 @@ class _Membership:
         """Blocks until a generation newer than the last one joined has every member
         arrived; sets the TUTTI_* topology of this worker in it. Exits with status 0 when
         the launcher retired this worker."""
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.timeout + LAUNCHER_MARGIN_SECONDS
         target = self.generation + 1
         announced = None
         while True:
@@ -91,8 +96,8 @@ class _Membership:
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     "elastic worker %s: no complete membership generation after %g s "
-                    "(TUTTI_ELASTIC_TIMEOUT); the launcher may have stopped the job"
-                    % (self.worker_id, self.timeout))
+                    "(TUTTI_ELASTIC_TIMEOUT plus %g s); the launcher may have stopped the job"
+                    % (self.worker_id, self.timeout, LAUNCHER_MARGIN_SECONDS))
             time.sleep(_POLL_SECONDS)
 
     def _adopt(self, generation, assignment):

@@ -11,11 +11,11 @@ which stops every session then.
 import collections
 import queue
 import signal
-import subprocess
 import sys
 import threading
 
-from . import reaper, sessions
+from . import sessions
+from .processes import ProcessGroup
 
 # One process to start: `stdin_data`, when not None, is written to its stdin, which then
 # stays open for the life of the job (remote_guard stops its rank when stdin closes).
@@ -46,14 +46,10 @@ class Supervisor:
 
     def __init__(self, specs, sink, grace_seconds, name=_name_rank, log=_log):
         self._specs = specs
-        self._sink = sink
-        self._grace = grace_seconds
         self._name = name
         self._log = log
-        self._procs = {}
-        self._exits = queue.Queue()
+        self._group = ProcessGroup(sink, grace_seconds)
         self._signal = None
-        self._reaper = None
 
     def run(self):
         previous = self._install_signal_handlers()
@@ -77,51 +73,33 @@ class Supervisor:
 
     def _start(self, spec):
         try:
-            proc = subprocess.Popen(
-                spec.argv, env=spec.env, start_new_session=True,
-                stdin=subprocess.PIPE if spec.stdin_data is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            )
+            self._group.start(spec.rank, spec)
         except OSError as exc:
             raise StartError("cannot start %s (%s): %s"
                              % (self._name(spec.rank), spec.argv[0], exc.strerror or exc))
-        self._procs[spec.rank] = proc
-        reaper.tell(self._reaper, proc.pid)
-        self._sink.attach(spec.rank, "stdout", proc.stdout)
-        self._sink.attach(spec.rank, "stderr", proc.stderr)
-        if spec.stdin_data is not None:
-            try:
-                proc.stdin.write(spec.stdin_data)
-                proc.stdin.flush()
-            except OSError:
-                pass  # it died already; its exit status tells the story
-        threading.Thread(target=self._wait_for, args=(spec.rank, proc), daemon=True,
-                         name="tutti-wait-%d" % spec.rank).start()
-
-    def _wait_for(self, rank, proc):
-        self._exits.put((rank, proc.wait()))
 
     def _run(self):
         failed_rank = None
         exit_code = 0
         try:
-            self._reaper = reaper.start(self._grace)
+            self._group.start_reaper()
         except OSError as exc:
             self._log("cannot start the reaper (%s); stopping the job" % (exc.strerror or exc))
             return JobResult(127, None, None)
+        running = set()
         try:
             for spec in self._specs:
                 if self._signal is not None:
                     break
                 self._start(spec)
+                running.add(spec.rank)
         except StartError as exc:
             self._log("%s; stopping the job" % exc)
             self._stop_all()
             return JobResult(127, None, None)
-        running = set(self._procs)
         while running and self._signal is None:
             try:
-                rank, returncode = self._exits.get(timeout=0.1)
+                rank, returncode = self._group.exits.get(timeout=0.1)
             except queue.Empty:
                 continue
             running.discard(rank)
@@ -141,17 +119,5 @@ class Supervisor:
 
     def _stop_all(self):
         """Stops every session (also those whose leader already exited)."""
-        for proc in self._procs.values():
-            if proc.stdin is not None:
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
-        sessions.stop_sessions([proc.pid for proc in self._procs.values()], self._grace)
-        for rank, proc in self._procs.items():
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._log("%s (pid %d) did not exit after SIGKILL" % (self._name(rank), proc.pid))
-        reaper.finish(self._reaper)
-        self._sink.join(timeout=2)
+        self._group.stop_all(on_stuck=lambda rank, pid: self._log(
+            "%s (pid %d) did not exit after SIGKILL" % (self._name(rank), pid)))

@@ -24,9 +24,9 @@ import time
 from .. import environment, gloo_job, hosts, network, tuning
 from ..errors import UsageError
 from ..output import OutputSink
+from ..processes import ProcessGroup
 from ..sessions import describe_exit
 from .discovery import Blacklist, DiscoveryError, HostDiscovery
-from .workers import WorkerPool
 
 DISCOVERY_INTERVAL_SECONDS = 1.0
 # Events that arrive together (a worker dies; its peers report their broken generation)
@@ -388,7 +388,12 @@ def run(settings, targets=None):
     try:
         sink = OutputSink(targets or {"stdout": sys.stdout, "stderr": sys.stderr},
                           settings.output_filename)
-        pool = WorkerPool(sink, settings.stop_grace_seconds)
+        pool = ProcessGroup(sink, settings.stop_grace_seconds)
+        try:
+            pool.start_reaper()
+        except OSError as exc:
+            _log("cannot start the reaper (%s); stopping the job" % (exc.strerror or exc))
+            return 127
         driver = ElasticDriver(settings, store, secret, store_address, interface, pool,
                                discovery, initial, addresses)
         return driver.run()

@@ -12,7 +12,8 @@ from tutti.common import elastic as _elastic
 from tutti.common.elastic import ObjectState, State  # noqa: F401  (Horovod's names)
 from tutti.common.exceptions import HorovodInternalError
 
-from .functions import broadcast_object, broadcast_variables
+from . import naming
+from .functions import broadcast_, broadcast_object
 
 
 def run(func):
@@ -26,7 +27,15 @@ def run(func):
 
     translated.__name__ = getattr(func, "__name__", "train")
     translated.__doc__ = getattr(func, "__doc__", None)
-    return _elastic.run_fn(translated, _elastic.reset)
+    return _elastic.run_fn(translated, _reset)
+
+
+def _reset():
+    """Joins the next generation, then numbers unnamed eager collectives from 0 again: a
+    worker that just started has numbered none, the survivors many, and the core matches
+    requests by name (DistributedGradientTape's reductions are unnamed, for one)."""
+    _elastic.reset()
+    naming.restart_eager_numbering()
 
 
 def _broadcast_values(values, root):
@@ -59,7 +68,9 @@ class TensorFlowState(ObjectState):
 
     def sync_from(self, root_rank):
         if self._variables():
-            broadcast_variables(self._variables(), root_rank)
+            # Named: unnamed collectives are numbered per process, and a worker that just
+            # joined has numbered fewer than the survivors (their names would not match).
+            broadcast_(self._variables(), root_rank, name="tutti.elastic.variables")
         super().sync_from(root_rank)
 
 
