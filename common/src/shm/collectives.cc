@@ -1,4 +1,5 @@
-// The collectives of tutti::shm::Group (group.h); the protocols are described in group.cc.
+// The collectives of tutti::shm::Group (group.h); the protocols are described in
+// docs/architecture.md ("Same-host shared memory").
 #include <algorithm>
 #include <cstring>
 

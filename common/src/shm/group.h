@@ -1,6 +1,7 @@
 // tutti::shm::Group: collectives among processes of one host through one POSIX shared-memory
 // segment. It offers the data-plane methods of Transport (transport.h) for the members of
-// one process set that share a host; the design is described at the top of group.cc.
+// one process set that share a host; the design is described in docs/architecture.md
+// ("Same-host shared memory").
 //
 // Usage: every member calls Group::Create with the same name, size and options, its rank
 // within the group, and a barrier over the same processes (the caller's MPI or Gloo
