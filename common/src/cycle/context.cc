@@ -361,13 +361,17 @@ bool Context::RunCycle(Status* reason) {
   SlotBits invalidate(cache_.capacity());
   ClassifyNew(&invalidate);
   const CycleFlags mine = MyFlags(std::move(invalidate));
-  std::vector<uint64_t> words = EncodeFlags(mine, cache_.capacity());
+  // Bits exist only for occupied slots, and every rank's cache holds the same slots: the
+  // exchange stops at the last word with one (a few bytes for a small model, not the
+  // whole capacity).
+  const int slots = cache_.occupied().UsedSlots();
+  std::vector<uint64_t> words = EncodeFlags(mine, slots);
   Status s = controller_->AgreeFlags(&words);
   ResponseList negotiated;
   std::vector<Response> cached;
   std::vector<int> cached_slots;
   if (s.ok()) {
-    const CycleFlags agreed = DecodeAgreedFlags(words, cache_.capacity());
+    const CycleFlags agreed = DecodeAgreedFlags(words, slots);
     busy_anywhere_ = agreed.busy;
     ApplyAgreedFlags(agreed, &cached, &cached_slots);
     bool full = agreed.negotiate || agreed.shutdown || agreed.joined;
