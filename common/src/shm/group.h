@@ -166,8 +166,9 @@ class Group {
   Status FailFromShared();     // the abort word is raised: adopt its message
   void RaiseShared(const std::string& message);
 
+  // Allreduce, barrier, or (with `gathered`) an allgather of equal parts into `gathered`.
   Status TinyCall(uint32_t kind, void* buffer, int64_t count, size_t element_size,
-                  tutti_dtype dtype, tutti_reduce_op op);
+                  tutti_dtype dtype, tutti_reduce_op op, char* gathered = nullptr);
   Status AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
                         tutti_reduce_op op, const SlotDesc& desc);
   Status AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,
