@@ -46,6 +46,29 @@ TEST(CycleFlagsTest, QuietRanksAgreeOnNothing) {
   EXPECT_FALSE(agreed.ready.Any() || agreed.invalidate.Any());
 }
 
+TEST(CycleFlagsTest, UsedSlotsEndAtTheLastWordInUse) {
+  SlotBits bits(200);
+  EXPECT_EQ(bits.UsedSlots(), 0);
+  bits.Set(3);
+  EXPECT_EQ(bits.UsedSlots(), 64);
+  bits.Set(130);
+  EXPECT_EQ(bits.UsedSlots(), 192);
+  bits.Set(199);
+  EXPECT_EQ(bits.UsedSlots(), 200);  // never past the set's size
+  bits.Reset(199);
+  bits.Reset(130);
+  EXPECT_EQ(bits.UsedSlots(), 64);
+  // Flags encoded for fewer slots than a rank's bitmaps hold keep only those slots.
+  CycleFlags mine;
+  mine.ready = SlotBits(200);
+  mine.ready.Set(3);
+  mine.ready.Set(130);
+  CycleFlags agreed = DecodeAgreedFlags(EncodeFlags(mine, 64), 64);
+  EXPECT_TRUE(agreed.ready.Test(3));
+  EXPECT_FALSE(agreed.ready.Test(130));
+  EXPECT_EQ(EncodeFlags(mine, 64).size(), FlagWords(64));
+}
+
 TEST(CycleFlagsTest, WordCountGrowsWithSlots) {
   EXPECT_EQ(FlagWords(0), 1u);
   EXPECT_EQ(FlagWords(64), 3u);

@@ -17,13 +17,18 @@ enum class SharedMemoryMode { kAuto, kOn, kOff };
 
 const char* ControllerKindName(ControllerKind kind);
 
-struct GlooConfig {
+// A process's place in the job: global, within its host, and its host among the hosts.
+struct Topology {
   int rank = 0;
   int size = 1;
   int local_rank = 0;
   int local_size = 1;
   int cross_rank = 0;
   int cross_size = 1;
+};
+
+// The Gloo transport's settings: the topology from the launcher, and the rendezvous store.
+struct GlooConfig : Topology {
   std::string rendezvous_addr;
   int rendezvous_port = 0;
   std::string secret;

@@ -214,10 +214,14 @@ Status Context::AgreeFlags(CycleFlags* agreed) {
     if (meta.collective == Collective::kJoin) joined_here_ = true;
     cache_.Sort(std::move(meta), Clock::now(), &invalidate);
   }
-  std::vector<uint64_t> words = EncodeFlags(MyFlags(std::move(invalidate)), cache_.capacity());
+  // Bits exist only for occupied slots, and every rank's cache holds the same slots: the
+  // exchange stops at the last word with one (a few bytes for a small model, not the
+  // whole capacity).
+  const int slots = cache_.used_slots();
+  std::vector<uint64_t> words = EncodeFlags(MyFlags(std::move(invalidate)), slots);
   Status s = transport_->AgreeFlags(&words);
   if (!s.ok()) return s;
-  *agreed = DecodeAgreedFlags(words, cache_.capacity());
+  *agreed = DecodeAgreedFlags(words, slots);
   busy_anywhere_ = agreed->busy;
   return Status::OK();
 }

@@ -3,7 +3,7 @@
 #include "base/collective_plan.h"
 #include "base/dtype.h"
 #include "gpu/nccl_types.h"
-#include "gpu/staged_operations.h"
+#include "gpu/copy_plan.h"
 
 namespace tutti {
 namespace gpu {
@@ -37,11 +37,11 @@ NcclOperations::NcclOperations(const NcclApi* nccl, DeviceRuntime* runtime,
       sets_(sets),
       rank_(rank),
       config_(config),
-      comms_(nccl, transport, runtime) {}
-
-NcclOperations::~NcclOperations() {
-  for (auto& entry : fusion_) runtime_->FreeDevice(entry.second.data);
-}
+      comms_(nccl, transport, runtime),
+      fusion_([runtime](const std::pair<int, int>& key, size_t bytes, void** data) {
+                return runtime->AllocateDevice(key.first, bytes, data);
+              },
+              [runtime](void* data) { runtime->FreeDevice(data); }) {}
 
 template <typename Calls>
 Status NcclOperations::Grouped(Calls calls) {
@@ -85,25 +85,6 @@ bool NcclOperations::Enabled(const Response& response, const PendingOp& op,
       *why_not = std::string(CollectiveName(response.collective)) + " has no tensors";
       return false;
   }
-}
-
-char* NcclOperations::FusionBuffer(int device, int stream, size_t bytes, Status* status) {
-  Buffer& buffer = fusion_[std::make_pair(device, stream)];
-  if (buffer.bytes < bytes || buffer.data == nullptr) {
-    // Work queued on this stream may still read the old buffer.
-    void* s = nullptr;
-    *status = runtime_->Stream(device, stream, &s);
-    if (status->ok()) *status = runtime_->Synchronize(s);
-    if (!status->ok()) return nullptr;
-    runtime_->FreeDevice(buffer.data);
-    buffer = Buffer();
-    void* data = nullptr;
-    *status = runtime_->AllocateDevice(device, bytes, &data);
-    if (!status->ok()) return nullptr;
-    buffer.data = data;
-    buffer.bytes = bytes;
-  }
-  return static_cast<char*>(buffer.data);
 }
 
 Status NcclOperations::Begin(int32_t set, const std::vector<const PendingOp*>& ops,
@@ -152,16 +133,10 @@ Status NcclOperations::Allreduce(int32_t set, const std::vector<const PendingOp*
   if (!s.ok()) return s;
   const PendingOp& first = *ops[0];
   const size_t element = DtypeSize(first.meta.dtype);
-  std::vector<const void*> inputs;
-  std::vector<void*> outputs;
-  std::vector<size_t> bytes;
-  for (const PendingOp* op : ops) {
-    for (const TensorView& t : op->tensors) {
-      inputs.push_back(t.input);
-      outputs.push_back(t.output);
-      bytes.push_back(static_cast<size_t>(ElementCount(t.shape)) * element);
-    }
-  }
+  const FlatTensors flat = Flatten(ops);
+  const std::vector<const void*>& inputs = flat.inputs;
+  const std::vector<void*>& outputs = flat.outputs;
+  const std::vector<size_t>& bytes = flat.bytes;
   const PackedLayout layout = PackTensors(bytes, element);
   const size_t count = layout.total_bytes / element;
   const bool fused = inputs.size() > 1;
@@ -169,7 +144,9 @@ Status NcclOperations::Allreduce(int32_t set, const std::vector<const PendingOp*
   void* recv = outputs[0];
   char* buffer = nullptr;
   if (fused) {
-    buffer = FusionBuffer(l.device, l.stream_index, layout.total_bytes, &s);
+    // Work queued on this stream may still read a buffer that is replaced.
+    buffer = fusion_.Get(std::make_pair(l.device, l.stream_index), layout.total_bytes, &s,
+                         [&] { return runtime_->Synchronize(l.stream); });
     if (buffer == nullptr) return s;
     // One batched copy in, one out: not a memcpy call per tensor.
     s = runtime_->CopyOnDevice(l.stream, CopiesIn(layout, inputs, bytes, buffer));

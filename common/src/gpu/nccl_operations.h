@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "transport/transport.h"
+#include "gpu/device_requests.h"
 #include "gpu/device_runtime.h"
 #include "gpu/gpu_config.h"
 #include "gpu/nccl_communicators.h"
@@ -24,7 +25,6 @@ class NcclOperations {
  public:
   NcclOperations(const NcclApi* nccl, DeviceRuntime* runtime, Transport* transport,
                  ProcessSetRegistry* sets, int rank, const GpuConfig& config);
-  ~NcclOperations();
   NcclOperations(const NcclOperations&) = delete;
   NcclOperations& operator=(const NcclOperations&) = delete;
 
@@ -57,7 +57,6 @@ class NcclOperations {
   template <typename Calls>
   Status Grouped(Calls calls);
   Status Check(ncclResult result, const char* what) const;
-  char* FusionBuffer(int device, int stream, size_t bytes, Status* status);
 
   const NcclApi* nccl_;
   DeviceRuntime* runtime_;
@@ -66,11 +65,7 @@ class NcclOperations {
   const GpuConfig config_;
   NcclCommunicators comms_;
   std::map<int32_t, int> next_stream_;  // per set: members execute its collectives alike
-  struct Buffer {
-    void* data = nullptr;
-    size_t bytes = 0;
-  };
-  std::map<std::pair<int, int>, Buffer> fusion_;  // per (device, stream)
+  BufferCache<std::pair<int, int>> fusion_;  // per (device, stream)
 };
 
 }  // namespace gpu

@@ -3,7 +3,6 @@
 #include <memory>
 #include <string>
 
-#include "base/collective_plan.h"
 #include "base/dtype.h"
 
 namespace tutti {
@@ -12,16 +11,6 @@ namespace {
 
 // Staging slots start on cache lines.
 constexpr size_t kStagingAlignment = 64;
-
-std::vector<size_t> TensorBytes(const std::vector<const PendingOp*>& ops) {
-  std::vector<size_t> bytes;
-  for (const PendingOp* op : ops) {
-    for (const TensorView& t : op->tensors) {
-      bytes.push_back(static_cast<size_t>(ElementCount(t.shape)) * DtypeSize(op->meta.dtype));
-    }
-  }
-  return bytes;
-}
 
 // Outputs the core allocates (allgather, alltoall, reducescatter): the host collective writes
 // into host memory, the request's own allocate callback provides the device memory.
@@ -50,50 +39,15 @@ void* AllocateStaged(void* user_data, int32_t index, int32_t ndim, const int64_t
 }  // namespace
 
 PackedLayout PlanStaging(const std::vector<const PendingOp*>& ops) {
-  return PackTensors(TensorBytes(ops), kStagingAlignment);
+  return PackTensors(Flatten(ops).bytes, kStagingAlignment);
 }
 
-StagedOperations::~StagedOperations() {
-  for (auto& entry : pinned_) runtime_->FreePinned(entry.second.data);
-}
-
-char* StagedOperations::Pinned(int device, size_t bytes, Status* status) {
-  Buffer& buffer = pinned_[device];
-  if (buffer.bytes < bytes || buffer.data == nullptr) {
-    runtime_->FreePinned(buffer.data);
-    buffer = Buffer();
-    void* data = nullptr;
-    *status = runtime_->AllocatePinned(bytes > 0 ? bytes : 1, &data);
-    if (!status->ok()) return nullptr;
-    buffer.data = data;
-    buffer.bytes = bytes;
-  }
-  return static_cast<char*>(buffer.data);
-}
-
-Status WaitForInputs(DeviceRuntime* runtime, void* stream,
-                     const std::vector<const PendingOp*>& ops) {
-  for (const PendingOp* op : ops) {
-    if (op->device.ready_event == nullptr) continue;
-    Status s = runtime->WaitEvent(stream, op->device.ready_event);
-    if (!s.ok()) return s;
-  }
-  return Status::OK();
-}
-
-Status FinishOnStream(DeviceRuntime* runtime, void* stream,
-                      const std::vector<const PendingOp*>& ops) {
-  bool synchronize = false;
-  for (const PendingOp* op : ops) {
-    if (op->device.done_event == nullptr) {
-      synchronize = true;
-      continue;
-    }
-    Status s = runtime->RecordEvent(op->device.done_event, stream);
-    if (!s.ok()) return s;
-  }
-  return synchronize ? runtime->Synchronize(stream) : Status::OK();
-}
+StagedOperations::StagedOperations(DeviceRuntime* runtime)
+    : runtime_(runtime),
+      pinned_([runtime](int, size_t bytes, void** data) {
+                return runtime->AllocatePinned(bytes > 0 ? bytes : 1, data);
+              },
+              [runtime](void* data) { runtime->FreePinned(data); }) {}
 
 Status StagedOperations::Run(const std::vector<const PendingOp*>& ops, const HostRun& host_run) {
   const int device = ops[0]->device.index;
@@ -104,22 +58,18 @@ Status StagedOperations::Run(const std::vector<const PendingOp*>& ops, const Hos
   if (!s.ok()) return s;
 
   // Device -> host, then wait: the host collective reads the copies.
-  const std::vector<size_t> bytes = TensorBytes(ops);
+  const FlatTensors flat = Flatten(ops);
+  const std::vector<size_t>& bytes = flat.bytes;
   const PackedLayout layout = PackTensors(bytes, kStagingAlignment);
-  char* pinned = Pinned(device, layout.total_bytes, &s);
+  char* pinned = pinned_.Get(device, layout.total_bytes, &s);
   if (pinned == nullptr) return s;
-  std::vector<const void*> sources;
-  for (const PendingOp* op : ops) {
-    for (const TensorView& t : op->tensors) sources.push_back(t.input);
-  }
-  s = runtime_->Copy(stream, CopiesIn(layout, sources, bytes, pinned));
+  s = runtime_->Copy(stream, CopiesIn(layout, flat.inputs, bytes, pinned));
   if (s.ok()) s = runtime_->Synchronize(stream);
   if (!s.ok()) return s;
 
   // The same requests on host memory.
   std::vector<PendingOp> host_ops;
   std::vector<std::unique_ptr<StagedAllocation>> allocations;
-  std::vector<void*> given_outputs;  // device outputs of allreduce and broadcast, by slot
   size_t slot = 0;
   for (const PendingOp* op : ops) {
     PendingOp host = *op;
@@ -127,7 +77,6 @@ Status StagedOperations::Run(const std::vector<const PendingOp*>& ops, const Hos
     host.done = nullptr;
     for (TensorView& t : host.tensors) {
       char* staged = pinned + layout.offsets[slot++];
-      given_outputs.push_back(t.output);
       t.input = staged;
       if (t.output != nullptr) t.output = staged;
     }
@@ -146,9 +95,10 @@ Status StagedOperations::Run(const std::vector<const PendingOp*>& ops, const Hos
 
   // Host -> device, ordered before each done event on the same stream.
   std::vector<CopyItem> copies;
-  for (size_t i = 0; i < given_outputs.size(); ++i) {
-    if (given_outputs[i] == nullptr || bytes[i] == 0) continue;
-    copies.push_back({given_outputs[i], pinned + layout.offsets[i], bytes[i]});
+  // Device outputs of allreduce and broadcast, by slot.
+  for (size_t i = 0; i < flat.outputs.size(); ++i) {
+    if (flat.outputs[i] == nullptr || bytes[i] == 0) continue;
+    copies.push_back({flat.outputs[i], pinned + layout.offsets[i], bytes[i]});
   }
   for (const auto& allocation : allocations) {
     for (const StagedAllocation::Output& out : allocation->outputs) {

@@ -6,10 +6,10 @@
 #define TUTTI_SRC_GPU_STAGED_OPERATIONS_H_
 
 #include <functional>
-#include <map>
 #include <vector>
 
 #include "gpu/copy_plan.h"
+#include "gpu/device_requests.h"
 #include "gpu/device_runtime.h"
 #include "requests/request_queue.h"
 #include "base/status.h"
@@ -23,8 +23,7 @@ PackedLayout PlanStaging(const std::vector<const PendingOp*>& ops);
 
 class StagedOperations {
  public:
-  explicit StagedOperations(DeviceRuntime* runtime) : runtime_(runtime) {}
-  ~StagedOperations();
+  explicit StagedOperations(DeviceRuntime* runtime);
   StagedOperations(const StagedOperations&) = delete;
   StagedOperations& operator=(const StagedOperations&) = delete;
 
@@ -35,23 +34,9 @@ class StagedOperations {
   Status Run(const std::vector<const PendingOp*>& ops, const HostRun& host_run);
 
  private:
-  char* Pinned(int device, size_t bytes, Status* status);
   DeviceRuntime* runtime_;
-  struct Buffer {
-    void* data = nullptr;
-    size_t bytes = 0;
-  };
-  std::map<int, Buffer> pinned_;  // per device: each device's copies run on its own stream
+  BufferCache<int> pinned_;  // per device: each device's copies run on its own stream
 };
-
-// Records each request's done event on `stream`, or blocks until the stream is done when one
-// of them has none (then its outputs are complete when `done` runs).
-Status FinishOnStream(DeviceRuntime* runtime, void* stream,
-                      const std::vector<const PendingOp*>& ops);
-
-// Makes `stream` wait for each request's ready event.
-Status WaitForInputs(DeviceRuntime* runtime, void* stream,
-                     const std::vector<const PendingOp*>& ops);
 
 }  // namespace gpu
 }  // namespace tutti

@@ -31,6 +31,8 @@ class CacheCoordination {
   CacheCoordination(int capacity, Counters* counters);
 
   int capacity() const { return cache_.capacity(); }
+  // Slots up to the last occupied one (the same on every rank): the flags need no more.
+  int used_slots() const { return cache_.occupied().UsedSlots(); }
   bool enabled() const { return enabled_; }
 
   // Sorts a new request: a hit waits for the other ranks; a miss goes to the coordinator

@@ -33,6 +33,14 @@ class SlotBits {
     }
     return false;
   }
+  // The slots up to the last word that has one set (0 when none): the same on every rank
+  // for the response cache's occupied slots, so the flag exchange can stop there.
+  int UsedSlots() const {
+    for (size_t w = words_.size(); w > 0; --w) {
+      if (words_[w - 1] != 0) return std::min(slots_, static_cast<int>(w * 64));
+    }
+    return 0;
+  }
   int Count() const {
     int n = 0;
     for (uint64_t w : words_) n += __builtin_popcountll(w);

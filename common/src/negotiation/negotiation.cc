@@ -139,16 +139,36 @@ std::vector<Response> Coordinator::TakeReady() {
   return responses;
 }
 
+std::vector<int> Coordinator::Missing(const Entry& entry) const {
+  std::vector<int> missing;
+  for (int32_t r : entry.members) {
+    if (!entry.submitted[r] && !joined_[r]) missing.push_back(r);
+  }
+  return missing;
+}
+
+Response Coordinator::WaitingError(const std::string& name, const Entry& entry,
+                                   const std::string& detail) const {
+  const RequestMeta* first = nullptr;
+  for (int r = 0; r < size_ && first == nullptr; ++r) {
+    if (entry.submitted[r]) first = &entry.by_rank[r];
+  }
+  Response response;
+  response.kind = Response::Kind::kError;
+  response.collective = first->collective;
+  response.process_set = first->process_set;
+  response.names.push_back(name);
+  response.error = std::string(CollectiveName(first->collective)) + " of tensor '" + name +
+                   "'" + detail;
+  return response;
+}
+
 std::vector<std::string> Coordinator::Stalled(std::chrono::steady_clock::duration age) const {
   std::vector<std::string> result;
   auto now = std::chrono::steady_clock::now();
   for (const auto& item : table_) {
     if (now - item.second.first_seen < age) continue;
-    std::vector<int> missing;
-    for (int32_t r : item.second.members) {
-      if (!item.second.submitted[r] && !joined_[r]) missing.push_back(r);
-    }
-    result.push_back("'" + item.first + "' (missing " + RankList(missing) + ")");
+    result.push_back("'" + item.first + "' (missing " + RankList(Missing(item.second)) + ")");
   }
   return result;
 }
@@ -163,23 +183,10 @@ std::vector<Response> Coordinator::FailStalled(std::chrono::steady_clock::durati
       ++it;
       continue;
     }
-    std::vector<int> missing;
-    for (int32_t r : entry.members) {
-      if (!entry.submitted[r] && !joined_[r]) missing.push_back(r);
-    }
-    const RequestMeta* first = nullptr;
-    for (int r = 0; r < size_ && first == nullptr; ++r) {
-      if (entry.submitted[r]) first = &entry.by_rank[r];
-    }
-    Response response;
-    response.kind = Response::Kind::kError;
-    response.collective = first->collective;
-    response.process_set = first->process_set;
-    response.names.push_back(it->first);
-    response.error = std::string(CollectiveName(first->collective)) + " of tensor '" + it->first +
-                     "': waited more than " + std::to_string(seconds) + " s for " +
-                     RankList(missing) + " to submit it (TUTTI_STALL_SHUTDOWN_TIME_SECONDS)";
-    failed.push_back(std::move(response));
+    failed.push_back(WaitingError(it->first, entry,
+                                  ": waited more than " + std::to_string(seconds) + " s for " +
+                                      RankList(Missing(entry)) +
+                                      " to submit it (TUTTI_STALL_SHUTDOWN_TIME_SECONDS)"));
     it = table_.erase(it);
   }
   return failed;
@@ -210,18 +217,7 @@ std::vector<Response> Coordinator::FailAllWaiting(const std::string& why) {
       ++it;
       continue;
     }
-    const RequestMeta* first = nullptr;
-    for (int r = 0; r < size_ && first == nullptr; ++r) {
-      if (entry.submitted[r]) first = &entry.by_rank[r];
-    }
-    Response response;
-    response.kind = Response::Kind::kError;
-    response.collective = first->collective;
-    response.process_set = first->process_set;
-    response.names.push_back(it->first);
-    response.error =
-        std::string(CollectiveName(first->collective)) + " of tensor '" + it->first + "': " + why;
-    failed.push_back(std::move(response));
+    failed.push_back(WaitingError(it->first, entry, ": " + why));
     it = table_.erase(it);
   }
   return failed;

@@ -74,6 +74,11 @@ class Coordinator {
   bool IsReady(const Entry& entry) const;
   void MarkIfReady(const std::string& name, Entry* entry);
   Response Decide(const std::string& name, const Entry& entry) const;
+  // Members of the entry's set that have neither submitted it nor joined.
+  std::vector<int> Missing(const Entry& entry) const;
+  // An error response for a waiting entry: "<collective> of tensor '<name>'<detail>".
+  Response WaitingError(const std::string& name, const Entry& entry,
+                        const std::string& detail) const;
 
   int size_;
   const ProcessSetRegistry* sets_;

@@ -1,4 +1,5 @@
-// The collectives of tutti::shm::Group (group.h); the protocols are described in group.cc.
+// The collectives of tutti::shm::Group (group.h); the protocols are described in
+// docs/architecture.md ("Same-host shared memory").
 #include <algorithm>
 #include <cstring>
 
@@ -25,7 +26,7 @@ using internal::Overlap;
 // number, then reads every rank's lines. Reusing a block two calls later is safe: finishing
 // the call in between required every rank to have finished this one.
 Status Group::TinyCall(uint32_t kind, void* buffer, int64_t count, size_t element_size,
-                       tutti_dtype dtype, tutti_reduce_op op) {
+                       tutti_dtype dtype, tutti_reduce_op op, char* gathered) {
   const size_t bytes = static_cast<size_t>(count) * element_size;
   const size_t lines = std::max<size_t>(1, (bytes + kTinyBytes - 1) / kTinyBytes);
   const uint32_t desc = kind | (static_cast<uint32_t>(dtype) << 4) |
@@ -69,6 +70,15 @@ Status Group::TinyCall(uint32_t kind, void* buffer, int64_t count, size_t elemen
     }
   }
   wake_sleepers();
+  if (kind == kAllgather && bytes > 0) {
+    for (int j = 0; j < size_; ++j) {
+      if (j == rank_) continue;
+      for (size_t line = 0; line < lines; ++line) {
+        std::memcpy(gathered + static_cast<size_t>(j) * bytes + line * kTinyBytes,
+                    Tiny(j, parity, line)->data, line_bytes(line));
+      }
+    }
+  }
   if (kind == kAllreduce && bytes > 0) {
     // Gather each rank's lines into one contiguous run, so the kernel runs once per rank.
     alignas(kLine) char other[kTinyLines * kTinyBytes];
@@ -507,6 +517,13 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
     std::memmove(out + offset[rank_], in, static_cast<size_t>(bytes[rank_]));
   }
   if (most == 0 || size_ == 1) return Status::OK();
+  // Equal small parts (every rank knows every count, so all take this path or none): in
+  // flagged cache lines, like a tiny allreduce (the cycle's flag exchange is one).
+  bool equal = true;
+  for (int j = 0; j < size_; ++j) equal = equal && bytes[j] == most;
+  if (equal && static_cast<size_t>(most) <= kTinyLines * kTinyBytes) {
+    return TinyCall(kAllgather, out + offset[rank_], most, 1, TUTTI_UINT8, TUTTI_REDUCE_SUM, out);
+  }
   SlotDesc desc;
   desc.kind = kAllgather;
   desc.aux = static_cast<uint32_t>(element_size);

@@ -1,56 +1,7 @@
-// Same-host collectives through one POSIX shared-memory segment per group.
-//
-// Segment (layout.h): a header (parameters, the abort word and message), one cache line per
-// rank for its phase counter, one for the number of peers sleeping on its words, one with its
-// pid and start time, two blocks of "tiny" lines per rank, per rank a ring of `ring_slots`
-// slots of `chunk_bytes` data each (plus a descriptor and per-destination counts), and
-// optional per-rank scratch memory for callers' buffers. Every line and slot
-// has exactly one writer, its owner. Rank 0 creates the segment; the name is unlinked as soon
-// as every rank has mapped it, so nothing outlives the processes, even when they are killed.
-//
-// Synchronisation. All ranks issue the same calls in the same order, so each rank can hand out
-// the same sequence of phase numbers locally. When a rank finishes a step it stores the step's
-// phase into its counter (release); a peer that needs that step waits until the counter has
-// reached the phase (acquire, wrap-safe comparison). Posting never waits. A slot may be
-// rewritten only when every rank has posted the phase that ended the last round using it
-// (slot_free_), which lets fast ranks run ahead by up to ring_slots rounds.
-//
-// Protocols by size (allreduce; the sums are always taken in rank order, x0 + x1 + ..., so
-// every rank gets bit-identical results):
-// - tiny (<= 1792 bytes, also Barrier): each rank writes its data into cache lines that carry
-//   56 data bytes and a sequence number each (two blocks alternate between calls), then reads
-//   every rank's lines and reduces all of them itself. Flag and data travel together: one
-//   cache-line transfer per 56 bytes and peer, no counter traffic.
-// - small (<= small_bytes): one round: copy into the slot, post, wait for all, every rank
-//   reduces all slots itself (one synchronisation).
-// - pipelined: chunk by chunk (chunk_bytes) through the slot ring. Each rank copies into its
-//   slot the slices of the chunk that the others reduce, posts; reduces its own 1/size slice
-//   across all ranks (its own part straight from its buffer) and publishes the result in its
-//   slot, posts; copies the other slices' results out, posts. The loop is skewed by one chunk
-//   (copy in k+1, reduce k, copy out k-1), so a briefly late rank stalls the others less.
-// - scratch: more than one chunk in the caller's ScratchBuffer() (same offset everywhere): no
-//   copy in, no chunks; each rank reduces its slice from everyone's scratch in place, copies
-//   the others' slices out, and waits until all have done so (the caller may then refill it).
-// Broadcast, allgatherv and alltoallv move data in the same rounds (the owner writes a chunk
-// of its data to its slot, the readers copy what concerns them, everyone posts "done").
-// Each slot carries a descriptor of the call (kind, dtype/op/root, byte counts), and tiny
-// lines a packed one, so ranks that issue different calls fail with a message instead of
-// exchanging garbage.
-//
-// Waiting (WaitFor): check; poll a few hundred times without pausing (most waits end within
-// a few hundred nanoseconds); spin with a pause instruction for spin_seconds (about 30 us:
-// waking a sleeping process costs more than that); then sched_yield for yield_seconds, so a
-// peer preempted by another process gets a core back; then sleep on a futex on the very word
-// being waited for, after announcing itself in the owner's sleepers line, so a posting rank
-// makes a wake system call only when someone sleeps. When the group has more ranks than this
-// process has CPUs, spinning only steals the core from the rank being waited for: skip it and
-// yield at once.
-//
-// Failures: every wait has a deadline (timeout_seconds; a stopped peer), and while asleep a
-// rank wakes every poll_seconds to check the shared abort word and whether each peer process
-// still exists (kill(pid, 0) plus /proc state and start time, so zombies and recycled pids
-// count as gone). Any error is recorded, raised in the shared abort word with its message
-// (which wakes every sleeper) and returned by every later call on every rank.
+// Same-host collectives through one POSIX shared-memory segment per group. The protocol
+// (creation and cleanup, synchronisation, the protocols by size, waiting, failure detection)
+// is described once, in docs/architecture.md, section "Same-host shared memory"; the
+// segment's offsets are in layout.h.
 #include "shm/group.h"
 
 #include <fcntl.h>

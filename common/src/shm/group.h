@@ -1,6 +1,7 @@
 // tutti::shm::Group: collectives among processes of one host through one POSIX shared-memory
 // segment. It offers the data-plane methods of Transport (transport.h) for the members of
-// one process set that share a host; the design is described at the top of group.cc.
+// one process set that share a host; the design is described in docs/architecture.md
+// ("Same-host shared memory").
 //
 // Usage: every member calls Group::Create with the same name, size and options, its rank
 // within the group, and a barrier over the same processes (the caller's MPI or Gloo
@@ -165,8 +166,9 @@ class Group {
   Status FailFromShared();     // the abort word is raised: adopt its message
   void RaiseShared(const std::string& message);
 
+  // Allreduce, barrier, or (with `gathered`) an allgather of equal parts into `gathered`.
   Status TinyCall(uint32_t kind, void* buffer, int64_t count, size_t element_size,
-                  tutti_dtype dtype, tutti_reduce_op op);
+                  tutti_dtype dtype, tutti_reduce_op op, char* gathered = nullptr);
   Status AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
                         tutti_reduce_op op, const SlotDesc& desc);
   Status AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,

@@ -32,22 +32,28 @@ const int64_t kMaxPieceBytes = int64_t(256) << 20;
 
 // Queues `bytes` at `offset` of `buffer` for rank `peer` as pieces of at most kMaxPieceBytes,
 // all on one slot (a pair delivers one slot's messages in order); returns how many.
-int SendPieces(gloo::transport::UnboundBuffer* buffer, int peer, uint64_t slot, int64_t offset,
-               int64_t bytes) {
+// Calls queue(offset, length) for each piece of `bytes` at `offset`; returns how many.
+template <typename Queue>
+int InPieces(int64_t offset, int64_t bytes, Queue queue) {
   int pieces = 0;
   for (int64_t done = 0; done < bytes; done += kMaxPieceBytes, ++pieces) {
-    buffer->send(peer, slot, offset + done, std::min(kMaxPieceBytes, bytes - done));
+    queue(offset + done, std::min(kMaxPieceBytes, bytes - done));
   }
   return pieces;
 }
 
+int SendPieces(gloo::transport::UnboundBuffer* buffer, int peer, uint64_t slot, int64_t offset,
+               int64_t bytes) {
+  return InPieces(offset, bytes, [&](int64_t at, int64_t length) {
+    buffer->send(peer, slot, at, length);
+  });
+}
+
 int RecvPieces(gloo::transport::UnboundBuffer* buffer, int peer, uint64_t slot, int64_t offset,
                int64_t bytes) {
-  int pieces = 0;
-  for (int64_t done = 0; done < bytes; done += kMaxPieceBytes, ++pieces) {
-    buffer->recv(peer, slot, offset + done, std::min(kMaxPieceBytes, bytes - done));
-  }
-  return pieces;
+  return InPieces(offset, bytes, [&](int64_t at, int64_t length) {
+    buffer->recv(peer, slot, at, length);
+  });
 }
 
 std::vector<int64_t> Offsets(const std::vector<int64_t>& sizes) {

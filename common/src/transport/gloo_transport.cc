@@ -109,8 +109,7 @@ Status CheckGlooBinding() {
 class GlooTransport : public Transport {
  public:
   explicit GlooTransport(const Config& config) : config_(config) {
-    const GlooConfig& g = config.gloo;
-    topology_ = {g.rank, g.size, g.local_rank, g.local_size, g.cross_rank, g.cross_size};
+    topology_ = config.gloo;  // the launcher's topology, without the store settings
   }
 
   Status Connect() {

@@ -27,15 +27,6 @@ struct AllreduceSpan {
   int64_t count;
 };
 
-struct Topology {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
-};
-
 class Transport {
  public:
   virtual ~Transport() = default;

@@ -48,10 +48,10 @@ bool CheckBroadcast(int rank, Group* g, Shared* shared, int root, int64_t bytes,
 }
 
 bool CheckAllgather(int rank, Group* g, Shared* shared, int64_t base, size_t es, int salt,
-                    bool in_place) {
+                    bool in_place, bool equal = false) {
   const int size = g->size();
   std::vector<int64_t> counts;
-  for (int r = 0; r < size; ++r) counts.push_back(r == 1 ? 0 : base + 3 * r);
+  for (int r = 0; r < size; ++r) counts.push_back(equal ? base : r == 1 ? 0 : base + 3 * r);
   std::vector<char> want;
   int64_t mine_at = 0;
   for (int r = 0; r < size; ++r) {
@@ -125,6 +125,13 @@ void RunAll(int size) {
           }
         }
         if (!CheckAllgather(rank, g, shared, 3000, 4, ++salt, true)) return false;
+        // Equal parts up to 1792 bytes travel in flagged cache lines; one more byte does not.
+        for (int64_t bytes : {int64_t{1}, int64_t{56}, int64_t{57}, int64_t{264}, int64_t{1792},
+                              int64_t{1793}}) {
+          for (bool in_place : {false, true}) {
+            if (!CheckAllgather(rank, g, shared, bytes, 1, ++salt, in_place, true)) return false;
+          }
+        }
         return true;
       },
       options);

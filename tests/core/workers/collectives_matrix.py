@@ -3,7 +3,8 @@ every reduction for reducescatter, checked on every rank against numpy reference
 allgather (first dimensions differ per rank, one rank sends none), grouped allgather,
 broadcast from every root (out of place and in place), alltoall (equal and explicit splits,
 some empty), reducescatter (uneven rows), grouped reducescatter, grouped allreduce (out of
-place and in place), barrier, empty tensors and parts, and the *_async forms with poll().
+place and in place), barrier, empty tensors and parts, the *_async forms with poll(), and
+fused allreduces of tensors large enough for the pipelined shared-memory path.
 
 Prints "rank R/N: K cases ok, F failed" and a FAIL line per failure; exits 1 on any.
 """
@@ -143,6 +144,39 @@ class Matrix(Checker):
             self.equal("edge.alltoall", result[0], empty)
             self.equal("edge.alltoall.splits", result[1], np.zeros(n, np.int32))
 
+    def fused_large(self, case):
+        """Tensors large enough for the pipelined shared-memory path (chunks cross tensor
+        boundaries), submitted together so that they fuse: into new arrays and in place, Sum
+        and Average, with a prescale factor, and one array twice in a group (overlapping
+        memory, which takes the packed path)."""
+        shapes = [(3001,), (0,), (40, 257), (1,), (70001,)]
+        for op, prescale in ((hvd.Sum, 1.0), (hvd.Average, 1.0), (hvd.Sum, 0.5)):
+            label = "fused.%s.pre%g" % (op.name, prescale)
+            inputs = [self.inputs("float32", lambda r, s=s: s, case + i, op)
+                      for i, s in enumerate(shapes)]
+            expected = [reduce_reference("float32", op, per_rank, prescale)
+                        for per_rank in inputs]
+            mine = [x[self.rank] for x in inputs]
+            handles = [hvd.allreduce_async(x, op=op, prescale_factor=prescale,
+                                           name="%s.%d" % (label, i)) for i, x in enumerate(mine)]
+            for i, handle in enumerate(handles):
+                self.equal("%s[%d]" % (label, i), hvd.synchronize(handle, timeout=60), expected[i])
+            in_place = [x.copy() for x in mine]
+            handles = [hvd.allreduce_async_(x, op=op, prescale_factor=prescale,
+                                            name="%s.inplace.%d" % (label, i))
+                       for i, x in enumerate(in_place)]
+            for handle in handles:
+                hvd.synchronize(handle, timeout=60)
+            for i in range(len(shapes)):
+                self.equal("%s.inplace[%d]" % (label, i), in_place[i], expected[i])
+        big = self.inputs("float32", lambda r: (9000,), case + 50, hvd.Sum)
+        twice = self.run("fused.twice", hvd.grouped_allreduce, [big[self.rank]] * 2, op=hvd.Sum,
+                         name="fused.twice")
+        if twice is not None:
+            total = reduce_reference("float32", hvd.Sum, big)
+            self.equal("fused.twice[0]", twice[0], total)
+            self.equal("fused.twice[1]", twice[1], total)
+
     def asynchronous(self, case):
         """Several collectives in flight at once, completed in reverse order."""
         x = make_input("float32", hvd.Sum, (5, 2), case, self.rank)
@@ -187,6 +221,7 @@ def main():
             check.run(label + ".barrier", hvd.barrier)
     check.edges(case + 1)
     check.asynchronous(case + 2)
+    check.fused_large(case + 3)
     hvd.shutdown()
     return check.report()
 
