@@ -119,19 +119,19 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
 }
 
 bool Poll(int64_t handle) {
-  return tutti_completion_test(&RequestTable::Instance().Find(handle)->completion) != 0;
+  return RequestTable::Instance().Find(handle)->done();
 }
 
 std::tuple<bool, std::vector<at::Tensor>, std::vector<int64_t>> Wait(int64_t handle,
                                                                       double timeout_seconds) {
   RequestTable& table = RequestTable::Instance();
   std::shared_ptr<Request> request = table.Find(handle);
-  if (!tutti_completion_wait(&request->completion, timeout_seconds)) {
+  if (!request->Wait(timeout_seconds)) {
     return std::make_tuple(false, std::vector<at::Tensor>{}, std::vector<int64_t>{});
   }
   table.Take(handle);  // another thread that synchronized it first makes this fail
-  if (request->completion.status != TUTTI_OK) {
-    Fail(static_cast<tutti_status>(request->completion.status), request->error);
+  if (request->status != TUTTI_OK) {
+    Fail(request->status, request->error);
   }
   request->device->WaitOnCurrentStream();
   std::vector<int64_t> ints;

@@ -1,5 +1,6 @@
 #include "request_table.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -9,13 +10,28 @@ namespace tutti_torch {
 
 void Request::OnDone(void* user_data, tutti_status status, const char* message) {
   auto* request = static_cast<Request*>(user_data);
-  if (status != TUTTI_OK) {
-    request->error = message != nullptr && *message != '\0'
-                         ? message
-                         : "the tutti core reported a failure";
+  {
+    std::lock_guard<std::mutex> lock(request->mutex_);
+    request->status = status;
+    if (status != TUTTI_OK) {
+      request->error = message != nullptr && *message != '\0'
+                           ? message
+                           : "the tutti core reported a failure";
+    }
+    request->done_.store(true, std::memory_order_release);
   }
-  // Publishes `error` too: the waiter reads it after seeing the record done.
-  tutti_completion_done(&request->completion, status, nullptr);
+  request->completed_.notify_all();  // no system call when nobody waits
+}
+
+bool Request::Wait(double timeout_seconds) {
+  if (done()) return true;
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto is_done = [this] { return done(); };
+  if (timeout_seconds < 0) {
+    completed_.wait(lock, is_done);
+    return true;
+  }
+  return completed_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), is_done);
 }
 
 // Outputs whose shape is known only after negotiation: a contiguous tensor of the request's

@@ -1,14 +1,17 @@
 // The one record of a torch request in flight, and the one table of them.
 //
 // A request is added before it is handed to the core and taken out by the thread that
-// collects its result. The core completes it through a tutti_completion record (the core's
-// own `tutti_completion_done`), so finishing a request runs nothing of this plugin on the
-// core's thread but the allocate callback; waiting polls, then sleeps on the record's futex.
+// collects its result. The core's completion callback (on its own thread) only records the
+// outcome and wakes a waiter, if any; the tensors are dropped by the collecting thread.
+// A waiter sleeps at once rather than polling: ranks often outnumber free cores, and a
+// polling waiter takes the core that the core's thread (or a peer rank) needs.
 #ifndef TUTTI_TORCH_REQUEST_TABLE_H_
 #define TUTTI_TORCH_REQUEST_TABLE_H_
 
 #include <ATen/ATen.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,8 +27,12 @@ namespace tutti_torch {
 // Everything a request needs until it is collected: the tensors the core reads and writes,
 // the integers it fills, and how it completed.
 struct Request {
-  tutti_completion completion{};
-  std::string error;  // the core's full message (the record keeps 1 KiB of it)
+  // Waits up to timeout_seconds (negative: no limit); true once the request is done.
+  bool Wait(double timeout_seconds);
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
+  tutti_status status = TUTTI_OK;  // valid once done
+  std::string error;               // the core's message, once done with an error
   std::vector<at::Tensor> inputs;
   std::vector<at::Tensor> outputs;  // given (allreduce, broadcast) or allocated
   std::vector<at::Tensor> allocation_buffers;
@@ -38,6 +45,11 @@ struct Request {
   // tutti_done_fn and tutti_allocate_fn of every request; user_data is the Request.
   static void OnDone(void* user_data, tutti_status status, const char* message);
   static void* Allocate(void* user_data, int32_t index, int32_t ndim, const int64_t* shape);
+
+ private:
+  std::atomic<bool> done_{false};
+  std::mutex mutex_;
+  std::condition_variable completed_;
 };
 
 class RequestTable {
