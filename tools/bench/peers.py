@@ -14,6 +14,9 @@ a noisy spell of the shared machine is shared out instead of spoiling one of the
   otherwise take CPU from the job being measured. tutti's jobs are not frozen (its core
   watches its peers' liveness); they shut tutti down, or leave it idle, between turns.
 
+The training benchmarks add a compute-only job: plain processes with no communication
+library at all (FileBarrier between them), frozen between turns like Horovod's.
+
 The protocol is a few small files in a shared directory: `ready-JOB-RANK` (the rank's pid),
 `turn` and `done` ("JOB SEQ", replaced atomically).
 """
@@ -46,9 +49,7 @@ def horovod_venv():
 
 
 def horovod_python():
-    """The benchmark environment's Python, checked to import Horovod with both frameworks."""
-    import subprocess
-
+    """The benchmark environment's Python, checked to import horovod.torch."""
     venv = horovod_venv()
     python = os.path.join(venv, "bin", "python")
     fix = ("build it with tools/bench/horovod-env (about 15 minutes on 2 cores), or point "
@@ -142,6 +143,7 @@ class Job:
         self.procs = [] if proc is None else proc if isinstance(proc, list) else [proc]
         self.frozen = frozen_between_turns
         self.pids = []
+        self.turns_done = 0
 
 
 class JobFailed(Exception):
@@ -153,7 +155,6 @@ class Coordinator:
 
     def __init__(self, directory, jobs, turns, deadline):
         self.directory, self.jobs, self.turns, self.deadline = directory, jobs, turns, deadline
-        self.waited_s = {job.name: 0.0 for job in jobs}
 
     def run(self):
         for job in self.jobs:
@@ -179,7 +180,8 @@ class Coordinator:
         for job in self.jobs:
             for proc in job.procs:
                 code = proc.poll()
-                if code is not None:
+                # A job may end once it has had all its turns (tutti's is never frozen).
+                if code is not None and (code != 0 or job.turns_done < self.turns):
                     raise JobFailed("%s exited (code %d) while %s" % (job.name, code, what))
         if time.monotonic() > self.deadline:
             raise JobFailed("timed out while %s" % what)
@@ -196,12 +198,11 @@ class Coordinator:
         mine = "%s %d" % (job.name, seq)
         self._signal(job, signal.SIGCONT)
         _write(os.path.join(self.directory, "turn"), mine)
-        began = time.monotonic()
         done = os.path.join(self.directory, "done")
         while _read(done) != mine:
             self._check("%s had turn %d" % (job.name, seq))
             time.sleep(_POLL_S)
-        self.waited_s[job.name] += time.monotonic() - began
+        job.turns_done += 1
         self._signal(job, signal.SIGSTOP)
 
     def _signal(self, job, signum):
