@@ -1,9 +1,10 @@
 """The elastic scenarios that the Keras, TensorFlow and MXNet tests run, as pytest tests.
 
-A framework's test module imports the tests it runs and provides two fixtures:
-`train_script`, its worker script (workers/*_train.py, the job of
-workers/global_batches.py), and `job_seconds`, the deadline of each job (a job past it is
-killed and fails the test). The script trains in float64 on fixed global batches, each
+A framework's test module imports the tests it runs (`from elastic_scenarios import *`
+for all of them) and provides the fixture `train_script`, its worker script
+(workers/*_train.py, the job of workers/global_batches.py); it may override
+`job_seconds`, the deadline of each job (a job past it is killed and fails the test), and
+`added_host_options`. The script trains in float64 on fixed global batches, each
 worker on its equal part of every batch, so that each step applies the gradient of the
 whole global batch whatever the job's size. The job's final weights must therefore equal
 those of the same script run alone, without failures (`reference`), and every global batch
@@ -22,9 +23,21 @@ import elastic_helpers as eh
 SAMPLES, GLOBAL_BATCH, EPOCHS = 144, 24, 3
 BATCHES = SAMPLES // GLOBAL_BATCH
 
+__all__ = [
+    "added_host_options", "job_seconds", "reference",
+    "test_killed_worker_resumes_at_the_committed_batch",
+    "test_added_host_joins_at_the_next_commit", "test_failing_host_is_blacklisted",
+    "test_job_waits_for_min_np_workers", "test_failure_below_min_np_stops_the_survivors",
+]
+
 
 def finals(all_events):
     return {e["rank"]: e for e in all_events if e["event"] == "final"}
+
+
+@pytest.fixture(scope="module")
+def job_seconds():
+    return 240
 
 
 @pytest.fixture(scope="module")

@@ -50,8 +50,8 @@ def add_arguments(parser, checked, positive_int):
                                          "(default 1)")
     group.add_argument("--elastic-timeout", type=checked(_positive_seconds, "--elastic-timeout"),
                        metavar="S", help="how long the job may have fewer than --min-np "
-                       "workers, and how long a worker waits for the next generation "
-                       "(default %g)" % DEFAULT_ELASTIC_TIMEOUT_SECONDS)
+                       "workers before it stops (default %g); a worker waits 30 s longer "
+                       "for the next generation" % DEFAULT_ELASTIC_TIMEOUT_SECONDS)
     group.add_argument("--reset-limit", type=checked(_non_negative_int, "--reset-limit"),
                        metavar="N", help="stop the job when it would re-form more than N times "
                                          "(default: no limit)")

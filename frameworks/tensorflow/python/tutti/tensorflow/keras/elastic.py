@@ -81,6 +81,8 @@ class UpdateBatchStateCallback(keras.callbacks.Callback):
         self._train_function = None
 
     def on_train_begin(self, logs=None):
+        if self._train_function is not None:  # an earlier fit ended while passing over
+            self._stop_skipping()
         self._to_skip = int(getattr(self.state, "batch", 0) or 0)
         steps = int(getattr(self.model, "steps_per_execution", 1) or 1)
         if self._to_skip and steps != 1:
