@@ -17,11 +17,8 @@ import tutti.spark
 
 @pytest.fixture(scope="module", autouse=True)
 def spark():
-    session = spark_session.start("local[3]", "tutti-spark-elastic-test")
-    yield session
-    spark_session.stop(session)
-    left = engine_checks.wait_for_no_descendants(timeout=30)
-    assert not left, "left running after the session stopped: %s" % left
+    with spark_session.running("local[3]", "tutti-spark-elastic-test") as session:
+        yield session
 
 
 @pytest.fixture(autouse=True)
