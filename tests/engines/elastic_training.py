@@ -6,8 +6,8 @@ batch's index, so the averaged gradient equals each worker's own gradient: the f
 weights equal those of plain SGD over the same batches whatever the job's size was at
 each step, which lets a test check that training went on from the committed state.
 
-Functions here are pickled by reference: the actors import this module (it is on their
-PYTHONPATH under Bazel).
+Functions here are pickled by reference: the workers (Ray actors, Spark tasks' processes)
+import this module (it is on their PYTHONPATH under Bazel).
 """
 
 import os
@@ -62,7 +62,6 @@ def train(batches=8, final_size=None, max_batches=300, step_seconds=0.2, progres
     Returns this worker's rank, size, batches done, the size at every batch, the sizes
     seen after each reset, and the weights.
     """
-    import ray
     import torch
 
     import tutti.torch as hvd
@@ -76,7 +75,7 @@ def train(batches=8, final_size=None, max_batches=300, step_seconds=0.2, progres
     state = hvd.elastic.TorchState(model, optimizer, batch=0, sizes=[])
     resets = []
     state.register_reset_callbacks([lambda: resets.append(hvd.size())])
-    node = ray.util.get_node_ip_address()
+    node = os.environ["HOROVOD_HOSTNAME"]  # the worker's host (a Ray node's address)
 
     def more():
         return state.batch < batches or (

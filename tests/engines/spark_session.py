@@ -1,8 +1,11 @@
 """One local Spark session per test module, listening on 127.0.0.1 only, and its teardown
 down to the last JVM process."""
 
+import contextlib
 import os
 import sys
+
+import engine_checks
 
 LOCAL_ONLY = {
     "spark.driver.host": "127.0.0.1",
@@ -46,3 +49,13 @@ def stop(session):
                 process.wait()
         SparkContext._gateway = None
         SparkContext._jvm = None
+
+
+@contextlib.contextmanager
+def running(master, app_name):
+    """A session for a test module; afterwards no process at all is left below the test."""
+    session = start(master, app_name)
+    yield session
+    stop(session)
+    left = engine_checks.wait_for_no_descendants(timeout=30)
+    assert not left, "left running after the session stopped: %s" % left

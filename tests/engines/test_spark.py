@@ -21,11 +21,8 @@ def _is_rank_process(command):
 
 @pytest.fixture(scope="module", autouse=True)
 def spark():
-    session = spark_session.start("local[2]", "tutti-spark-test")
-    yield session
-    spark_session.stop(session)
-    left = engine_checks.wait_for_no_descendants(timeout=30)
-    assert not left, "left running after the session stopped: %s" % left
+    with spark_session.running("local[2]", "tutti-spark-test") as session:
+        yield session
 
 
 @pytest.fixture(autouse=True)

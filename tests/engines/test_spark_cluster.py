@@ -11,11 +11,8 @@ import tutti.spark
 
 @pytest.fixture(scope="module", autouse=True)
 def spark():
-    session = spark_session.start("local-cluster[2,1,1024]", "tutti-spark-cluster-test")
-    yield session
-    spark_session.stop(session)
-    left = engine_checks.wait_for_no_descendants(timeout=30)
-    assert not left, "left running after the session stopped: %s" % left
+    with spark_session.running("local-cluster[2,1,1024]", "tutti-spark-cluster-test") as session:
+        yield session
 
 
 def test_two_executors_run_one_rank_each():

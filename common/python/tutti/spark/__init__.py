@@ -10,7 +10,8 @@
 
     results = tutti.spark.run(train, args=(0.1,), num_proc=2)   # one result per rank
 
-Needs an active SparkSession and PySpark (`pip install pyspark`, Java 17+). See
+run_elastic(fn, num_proc=..., min_np=..., max_np=...) runs an elastic job (hvd.elastic.run)
+whose slots are long-running Spark tasks. Needs an active SparkSession and PySpark (`pip install pyspark`, Java 17+). See
 docs/engines.md.
 """
 
@@ -20,6 +21,7 @@ pyspark_modules()  # fail at import time, with the package to install, when PySp
 
 from tutti.runner.api import WorkerError  # noqa: E402
 
+from .elastic import run_elastic  # noqa: E402
 from .runner import run, task_slots  # noqa: E402
 
-__all__ = ["run", "task_slots", "WorkerError"]
+__all__ = ["run", "run_elastic", "task_slots", "WorkerError"]
