@@ -24,7 +24,12 @@ def load_recipe(path):
     name = "tutti_recipe_%s" % os.path.basename(os.path.dirname(os.path.abspath(path)))
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    writes_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True  # leave no __pycache__ in the plugin's source tree
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
     return module.flags
 
 

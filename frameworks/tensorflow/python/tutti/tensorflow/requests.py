@@ -14,7 +14,8 @@ ValueError.
 
 import tensorflow as tf
 from tutti.common import naming as common_naming
-from tutti.common.basics import Average, ReduceOp, Sum, core_reduce_op, reduce_op_from_core
+from tutti.common.basics import (DTYPE, Average, ReduceOp, Sum, core_reduce_op,
+                                 reduce_op_from_core)
 from tutti.common.exceptions import InvalidArgumentError as _TuttiInvalidArgument
 from tutti.common.process_sets import ProcessSet, request_id, set_rank, set_size
 
@@ -78,9 +79,8 @@ def process_set_id(process_set):
         raise ValueError(str(error)) from None
 
 
-# The element types the core knows.
-SUPPORTED_DTYPES = (tf.uint8, tf.int8, tf.uint16, tf.int16, tf.int32, tf.int64, tf.float16,
-                    tf.bfloat16, tf.float32, tf.float64, tf.bool)
+# The element types the core knows, in the order of the C ABI's codes.
+SUPPORTED_DTYPES = tuple(tf.as_dtype(name) for name in DTYPE)
 
 
 def dense(tensor, what):
@@ -121,20 +121,26 @@ def grouped(tensors, name, submit):
 
 # ---- the collectives -----------------------------------------------------------------
 
-def allreduce_request(tensor, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                      name=None, process_set_id=0):
-    """Reduces a dense tensor over the ranks of a process set with the core's `op`."""
-    return _run_independently(_ops.tutti_allreduce(
-        tensor, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "allreduce", process_set_id)))
+def _reduction(native_op, kind, grouped):
+    """The request function of one reducing op: dense tensors of one dtype (a list when
+    `grouped`), the core's `op` and scale factors, a process set id."""
+    def request(tensors, op=Average, prescale_factor=1.0, postscale_factor=1.0, name=None,
+                process_set_id=0):
+        result = _run_independently(native_op(
+            tensors, **_reduce_args(op, prescale_factor, postscale_factor),
+            **_request_args(name, kind, process_set_id)))
+        return list(result) if grouped else result
+
+    request.__name__ = kind + "_request"
+    return request
 
 
-def grouped_allreduce_request(tensors, op=Average, prescale_factor=1.0,
-                              postscale_factor=1.0, name=None, process_set_id=0):
-    """Reduces dense tensors of one dtype as one request; returns a list."""
-    return list(_run_independently(_ops.tutti_grouped_allreduce(
-        tensors, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "grouped_allreduce", process_set_id))))
+allreduce_request = _reduction(_ops.tutti_allreduce, "allreduce", grouped=False)
+grouped_allreduce_request = _reduction(_ops.tutti_grouped_allreduce, "grouped_allreduce",
+                                       grouped=True)
+reducescatter_request = _reduction(_ops.tutti_reducescatter, "reducescatter", grouped=False)
+grouped_reducescatter_request = _reduction(_ops.tutti_grouped_reducescatter,
+                                           "grouped_reducescatter", grouped=True)
 
 
 def allgather_request(tensor, name=None, process_set_id=0):
@@ -159,20 +165,6 @@ def alltoall_request(tensor, splits, name=None, process_set_id=0):
         tensor, splits, **_request_args(name, "alltoall", process_set_id))
     _run_independently(received)
     return received, received_splits
-
-
-def reducescatter_request(tensor, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                          name=None, process_set_id=0):
-    return _run_independently(_ops.tutti_reducescatter(
-        tensor, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "reducescatter", process_set_id)))
-
-
-def grouped_reducescatter_request(tensors, op=Average, prescale_factor=1.0,
-                                  postscale_factor=1.0, name=None, process_set_id=0):
-    return list(_run_independently(_ops.tutti_grouped_reducescatter(
-        tensors, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "grouped_reducescatter", process_set_id))))
 
 
 def join_request():
