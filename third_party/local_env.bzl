@@ -2,12 +2,20 @@
 
 Bazel 4 has no python_configure and must not download anything, so this rule runs the
 project's Python (`.venv/bin/python`, or $TUTTI_PYTHON) on
-common/python/tutti/common/build_flags.py — the same flag source the pip builds use — and
+common/python/tutti/common/build_flags.py with each plugin's recipe (frameworks/<fw>/build_flags.py)
+— the same flag sources the pip builds use — and
 turns its answer into cc_library targets (headers symlinked into this repository, so Bazel's
 header checks see declared files), build_info.json files and a Python toolchain.
 """
 
 _FRAMEWORKS = ["torch", "tensorflow", "mxnet"]
+
+# The plugins' own compile recipes (build_flags.py beside each setup.py); a framework
+# without one here is still known to tutti.common.build_flags by name.
+_RECIPES = {
+    "tensorflow": "//frameworks/tensorflow:build_flags.py",
+    "mxnet": "//frameworks/mxnet:build_flags.py",
+}
 
 def _starlark_list(values):
     return "[" + ", ".join(['"%s"' % v for v in values]) + "]"
@@ -51,7 +59,11 @@ def _local_env_impl(ctx):
     workspace = ctx.path(Label("//:WORKSPACE")).dirname
     python = _python_interpreter(ctx, workspace)
     script = ctx.path(Label("//common:python/tutti/common/build_flags.py"))
-    result = ctx.execute([python, script] + _FRAMEWORKS + ["mpi", "python"], quiet = True, timeout = 300)
+    arguments = [
+        "%s=%s" % (framework, ctx.path(Label(_RECIPES[framework]))) if framework in _RECIPES else framework
+        for framework in _FRAMEWORKS
+    ]
+    result = ctx.execute([python, script] + arguments + ["mpi", "python"], quiet = True, timeout = 300)
     if result.return_code != 0:
         fail("local_env: %s failed:\n%s" % (script, result.stderr))
     info = json.decode(result.stdout)

@@ -5,8 +5,8 @@ Build and install against the MXNet and tutti-core already installed:
     pip install ./common
     pip install --no-build-isolation ./frameworks/mxnet
 
-The native op library is compiled with MXNet's own flags (tutti.common.build_flags) and
-linked against the installed core by its soname.
+The native op library is compiled with MXNet's own flags (build_flags.py here, the
+plugin's recipe) and linked against the installed core by its soname.
 """
 
 import os
@@ -43,7 +43,8 @@ def _supported_core():
     return re.search(r'^SUPPORTED_CORE = "([^"]+)"', text, re.M).group(1)
 
 
-build_ext = native_build_command("mxnet", SOURCES, "libtutti_mxnet_ops.so", "tutti.mxnet")
+build_ext = native_build_command("mxnet", SOURCES, "libtutti_mxnet_ops.so", "tutti.mxnet",
+                                 recipe=os.path.join(HERE, "build_flags.py"))
 
 setup(
     name="tutti-mxnet",

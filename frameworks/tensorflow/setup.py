@@ -59,7 +59,8 @@ def _installed_tensorflow():
 
 
 BuildOps = native_build_command(
-    "tensorflow", SOURCES, "libtutti_tensorflow_ops.so", "tutti.tensorflow"
+    "tensorflow", SOURCES, "libtutti_tensorflow_ops.so", "tutti.tensorflow",
+    recipe=os.path.join(HERE, "build_flags.py"),  # the plugin's compile recipe
 )
 
 setup(

@@ -312,11 +312,3 @@ extern "C" int tutti_mxnet_enqueue_async(int collective, const NDArrayHandle* in
   if (EngineIsSynchronous() && !error->empty()) return Fail(*error);
   return 0;
 }
-
-extern "C" int tutti_mxnet_allreduce_async(NDArrayHandle input, NDArrayHandle output,
-                                           const char* name, int op, double prescale,
-                                           double postscale, int priority) {
-  return tutti_mxnet_enqueue_async(TUTTI_OP_ALLREDUCE, &input, &output, 1, name,
-                                   TUTTI_GLOBAL_PROCESS_SET, op, prescale, postscale, 0,
-                                   nullptr, 0, priority);
-}

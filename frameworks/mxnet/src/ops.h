@@ -42,12 +42,6 @@ TUTTI_MXNET_EXPORT int tutti_mxnet_enqueue_async(int collective, const NDArrayHa
                                                  const int32_t* splits, int num_splits,
                                                  int priority);
 
-/* The allreduce of tutti_mxnet_enqueue_async on the global process set (kept for
- * callers of the first version of this library). */
-TUTTI_MXNET_EXPORT int tutti_mxnet_allreduce_async(NDArrayHandle input, NDArrayHandle output,
-                                                   const char* name, int op, double prescale,
-                                                   double postscale, int priority);
-
 /* Message of the last failed call made on this thread (never NULL). */
 TUTTI_MXNET_EXPORT const char* tutti_mxnet_last_error(void);
 

@@ -38,8 +38,6 @@ from .basics import (
     gpu_library_error,
     gloo_built,
     gloo_enabled,
-    init,
-    is_homogeneous,
     is_initialized,
     local_rank,
     local_size,
@@ -52,6 +50,7 @@ from .basics import (
     shutdown,
     size,
 )
+from .lifecycle import init, is_homogeneous
 from .observability import counters, start_timeline, stop_timeline
 from .process_sets import (
     ProcessSet,

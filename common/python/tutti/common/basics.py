@@ -5,7 +5,7 @@ import enum
 import warnings
 
 from . import c_api, core
-from .exceptions import InvalidArgumentError, NotInitializedError, UnsupportedError
+from .exceptions import InvalidArgumentError, NotInitializedError
 
 
 class ReduceOp(enum.IntEnum):
@@ -62,76 +62,12 @@ def session():
     return _session
 
 
-def init(comm=None, process_sets=None):
-    """Starts tutti in this process: reads the TUTTI_* environment, connects to the other
-    ranks (MPI under mpirun, Gloo under tuttirun, alone otherwise) and starts the core's
-    background thread.
-
-    comm: as in Horovod, an mpi4py communicator or a list of global ranks that the job
-    runs on. tutti runs on every process of the launch, so it must cover all of them (a
-    smaller group: register a ProcessSet instead); None means all.
-    process_sets: ProcessSets (lists of global ranks or mpi4py communicators) to register
-    right after the core starts, the same on every rank; they stay registered until
-    shutdown(). "dynamic" (Horovod's switch for add_process_set at run time) registers
-    none: in tutti sets can always be added at run time. Calling init() again while
-    initialized only registers the given sets that are not registered yet.
-    Returns the registered ProcessSets, in the order given. A failure raises the core's
-    error; an init() that started the core and then failed to register a set shuts the
-    core down again.
-    """
+def start_session():
+    """Starts the core (tutti.common.lifecycle.init does, once an elastic worker knows its
+    place) and counts a new session."""
     global _session
-    from . import process_sets as sets
-
-    if isinstance(process_sets, str):
-        if process_sets != "dynamic":
-            raise InvalidArgumentError(
-                'process_sets must be a list of ProcessSets or "dynamic", got %r' % process_sets)
-        process_sets = None
-    wanted = sets.normalized_list(process_sets)  # bad arguments fail before connecting
-    comm_ranks = sets.comm_ranks(comm) if comm is not None else None
-    started = not core.lib.tutti_is_initialized()
-    if started:
-        from . import elastic
-
-        elastic.before_init()  # an elastic worker first learns its rank in the next generation
-        core.check(core.lib.tutti_init())
-        _session += 1
-    try:
-        if comm_ranks is not None and comm_ranks != list(range(size())):
-            raise UnsupportedError(
-                "init(comm=...) got a communicator of ranks %s, but this job has %d processes: "
-                "tutti runs on every process it was launched with. Launch only the processes "
-                "that should train, or pass comm=None and run collectives on "
-                "ProcessSet(comm) (add_process_set) instead" % (comm_ranks, size()))
-        if started:
-            _learn_homogeneity()
-        return sets.register_static(wanted)
-    except Exception:
-        if started:
-            core.lib.tutti_shutdown()
-        raise
-
-
-# Whether every host runs the same number of ranks; learned by init() (collective).
-_homogeneous = None
-
-
-def _learn_homogeneity():
-    global _homogeneous
-    import numpy
-
-    from tutti.numpy import data_movement  # tutti.numpy builds on this module
-
-    local_sizes = data_movement.allgather(numpy.array([local_size()], dtype=numpy.int32),
-                                          name="tutti.init.local_sizes")
-    _homogeneous = bool((local_sizes == local_sizes[0]).all())
-
-
-def is_homogeneous():
-    """True if every host of the job runs the same number of ranks (Horovod's
-    is_homogeneous); decided once by init() and the same on every rank."""
-    rank()  # raises NotInitializedError before init()
-    return _homogeneous
+    core.check(core.lib.tutti_init())
+    _session += 1
 
 
 def shutdown():

@@ -5,11 +5,13 @@ A plugin's setup.py needs only:
     from tutti.common.build import native_build_command
 
     build_ext = native_build_command(
-        "torch", ["src/ops.cc"], "libtutti_torch_ops.so", "tutti.torch")
+        "mxnet", ["src/collective.cc"], "libtutti_mxnet_ops.so", "tutti.mxnet",
+        recipe=os.path.join(HERE, "build_flags.py"))
     setup(..., ext_modules=build_ext.ext_modules, cmdclass={"build_ext": build_ext})
 
-The library is compiled with the framework's flags (tutti.common.build_flags) and the C
-ABI header shipped with tutti-core, and linked against the installed core, so its
+The library is compiled with the flags of the plugin's recipe (its build_flags.py) plus
+those every plugin shares (tutti.common.build_flags), against the C ABI header shipped
+with tutti-core, and linked against the installed core, so its
 DT_NEEDED entry is the core's soname (libtutti_core.so.1). build_info.json, written next
 to it, records what it was built against; tutti.common.plugin checks it at import time.
 Plugins are installed with `pip install --no-build-isolation ./frameworks/<fw>`: the
@@ -68,18 +70,21 @@ def native_build_command(
     extra_cflags=(),
     extra_ldflags=(),
     jobs=2,
+    recipe=None,
 ):
     """A build_ext command class that builds `lib_name` into `package` from `sources`.
 
-    framework: "torch", "tensorflow" or "mxnet" (selects build_flags.<framework>_flags());
-    sources: C++ files relative to the setup.py directory. The class attribute
-    `ext_modules` holds the Extension to pass to setup(), which also makes the wheel
-    platform-specific.
+    framework: the framework's name ("mxnet"), recorded in build_info.json;
+    sources: C++ files relative to the setup.py directory;
+    recipe: path of the plugin's build_flags.py, whose flags() gives the framework's
+    compile and link flags (None: a recipe tutti.common.build_flags still holds by name).
+    The class attribute `ext_modules` holds the Extension to pass to setup(), which also
+    makes the wheel platform-specific.
     """
-    if framework not in build_flags.FRAMEWORKS:
+    if recipe is None and framework not in build_flags.FRAMEWORKS:
         raise ValueError(
-            "unknown framework %r; expected one of %s"
-            % (framework, ", ".join(sorted(build_flags.FRAMEWORKS)))
+            "no build recipe for framework %r: pass recipe=<path of the plugin's "
+            "build_flags.py>" % (framework,)
         )
     stem = lib_name[: -len(".so")] if lib_name.endswith(".so") else lib_name
     extension = Extension("%s.%s" % (package, stem), sources=list(sources))
@@ -97,7 +102,8 @@ def native_build_command(
         def build_extension(self, ext):
             if ext is not extension:
                 return super().build_extension(ext)
-            flags = build_flags.FRAMEWORKS[framework]()
+            flags = build_flags.recipe_flags(
+                build_flags.load_recipe(recipe) if recipe else build_flags.FRAMEWORKS[framework])
             include = include_dir()
             # setuptools builds into build_lib even for --inplace, then copies to the source.
             output = os.path.abspath(self.get_ext_fullpath(ext.name))

@@ -1,29 +1,43 @@
 """Compiler and linker flags for native libraries built against a framework.
 
-One source of truth for both build paths: the plugins' setup.py files import it, and
-Bazel's `local_env` repository rule runs it as a script (`python build_flags.py`) and
-reads the JSON it prints. It only imports the frameworks that are asked for.
+One source of truth for both build paths: the plugins' builds (tutti.common.build) use it,
+and Bazel's `local_env` repository rule runs it as a script and reads the JSON it prints.
+Each framework's own flags are its plugin's recipe, a `build_flags.py` beside the plugin's
+setup.py with a flags() function (tutti-mxnet, tutti-tensorflow); this module adds the flags
+every plugin shares (recipe_flags) and knows the system's MPI and Python. It only imports
+the frameworks that are asked for, and nothing from tutti, so it runs before the core exists.
 """
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import sysconfig
 
-# C++ standard per framework: MXNet's headers fail as C++20; torch 2.13 needs C++17 or newer.
-_COMMON_CFLAGS = ["-O2", "-g0", "-fPIC", "-fvisibility=hidden"]
+# Every native library of tutti: optimised, position-independent, only C entry points visible.
+COMMON_CFLAGS = ["-O2", "-g0", "-fPIC", "-fvisibility=hidden"]
 
 
-def _mxnet_module():
-    import numpy
+def load_recipe(path):
+    """The flags() function of the plugin recipe at `path` (a build_flags.py)."""
+    name = "tutti_recipe_%s" % os.path.basename(os.path.dirname(os.path.abspath(path)))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    writes_bytecode = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True  # leave no __pycache__ in the plugin's source tree
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = writes_bytecode
+    return module.flags
 
-    # MXNet 1.9 still refers to numpy.bool, which numpy 1.24 removed.
-    if not hasattr(numpy, "bool"):
-        numpy.bool = bool
-    import mxnet
 
-    return mxnet
+def recipe_flags(recipe):
+    """The flags a plugin library is compiled with: its recipe's, plus COMMON_CFLAGS."""
+    flags = dict(recipe())
+    flags["cflags"] = list(flags["cflags"]) + COMMON_CFLAGS
+    return flags
 
 
 def torch_flags():
@@ -37,58 +51,9 @@ def torch_flags():
         "include_dirs": cpp_extension.include_paths(),
         "defines": ["_GLIBCXX_USE_CXX11_ABI=%d" % abi, "TORCH_API_INCLUDE_EXTENSION_H"],
         # torch headers use a few C++20 spellings that C++17 accepts with a warning.
-        "cflags": ["-std=c++17", "-Wno-c++20-extensions"] + _COMMON_CFLAGS,
+        "cflags": ["-std=c++17", "-Wno-c++20-extensions"],
         "library_dirs": [lib_dir],
         "libraries": ["c10", "torch_cpu"],
-    }
-
-
-def tensorflow_flags():
-    import tensorflow as tf
-
-    include_dirs, defines, cflags = [], [], []
-    for flag in tf.sysconfig.get_compile_flags():
-        if flag.startswith("-I"):
-            include_dirs.append(flag[2:])
-        elif flag.startswith("-D"):
-            defines.append(flag[2:])
-        elif "std=" not in flag:
-            cflags.append(flag)
-    library_dirs, libraries = [], []
-    for flag in tf.sysconfig.get_link_flags():
-        if flag.startswith("-L"):
-            library_dirs.append(flag[2:])
-        elif flag.startswith("-l"):
-            libraries.append(flag[2:])
-    return {
-        "version": tf.__version__,
-        "include_dirs": include_dirs,
-        "defines": defines,
-        "cflags": ["-std=c++17", "-Wno-deprecated-declarations", "-Wno-interference-size"]
-        + cflags
-        + _COMMON_CFLAGS,
-        "library_dirs": library_dirs,
-        "libraries": libraries,
-    }
-
-
-def mxnet_flags():
-    mxnet = _mxnet_module()
-    include = mxnet.libinfo.find_include_path()
-    lib = mxnet.libinfo.find_lib_path()[0]
-    return {
-        "version": mxnet.__version__,
-        "include_dirs": [include, os.path.join(include, "mkldnn")],
-        "defines": [
-            "_GLIBCXX_USE_CXX11_ABI=0",
-            "MSHADOW_USE_CUDA=0",
-            "MSHADOW_USE_MKL=0",
-            "MSHADOW_USE_F16C=0",
-            "MXNET_USE_MKLDNN=1",
-        ],
-        "cflags": ["-std=c++17"] + _COMMON_CFLAGS,
-        "library_dirs": [os.path.dirname(lib)],
-        "libraries": ["mxnet"],
     }
 
 
@@ -111,17 +76,24 @@ def python_flags():
     return {"include_dirs": [sysconfig.get_paths()["include"]], "executable": sys.executable}
 
 
-FRAMEWORKS = {"torch": torch_flags, "tensorflow": tensorflow_flags, "mxnet": mxnet_flags}
+# Recipes still kept here, by framework name (tutti-torch's, until it moves to its plugin).
+FRAMEWORKS = {"torch": torch_flags}
 
 
 def main(argv):
-    """Prints {name: flags} as JSON for each name given (frameworks, 'mpi', 'python').
-    A framework that fails to import is reported as {"error": ...} instead."""
-    producers = dict(FRAMEWORKS, mpi=mpi_flags, python=python_flags)
+    """Prints {name: flags} as JSON for each argument: "mpi", "python", a framework of
+    FRAMEWORKS, or "<framework>=<path of its plugin's build_flags.py>". A framework that
+    fails to import is reported as {"error": ...} instead."""
     result = {}
-    for name in argv:
+    for argument in argv:
+        name, _, path = argument.partition("=")
         try:
-            result[name] = producers[name]()
+            if name == "mpi":
+                result[name] = mpi_flags()
+            elif name == "python":
+                result[name] = python_flags()
+            else:
+                result[name] = recipe_flags(load_recipe(path) if path else FRAMEWORKS[name])
         except Exception as exc:  # reported to the caller, which decides
             result[name] = {"error": "%s: %s" % (type(exc).__name__, exc)}
     json.dump(result, sys.stdout)
@@ -129,4 +101,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # Run as a script, this directory heads sys.path; its modules (requests.py, ...) must
+    # not shadow the packages the frameworks import.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     sys.exit(main(sys.argv[1:]))

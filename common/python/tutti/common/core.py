@@ -47,14 +47,9 @@ ALLOCATE_FN = ctypes.CFUNCTYPE(
     ctypes.POINTER(ctypes.c_int64),
 )
 
-# The collectives under the short names the frontends use (core.ALLREDUCE).
-ALLREDUCE = Collective.ALLREDUCE
-ALLGATHER = Collective.ALLGATHER
-BROADCAST = Collective.BROADCAST
-ALLTOALL = Collective.ALLTOALL
-REDUCESCATTER = Collective.REDUCESCATTER
-BARRIER = Collective.BARRIER
-JOIN = Collective.JOIN
+# The collectives under the short names the frontends use (core.ALLREDUCE is
+# Collective.ALLREDUCE; tests/core:contracts_test checks each name).
+ALLREDUCE, ALLGATHER, BROADCAST, ALLTOALL, REDUCESCATTER, BARRIER, JOIN = Collective
 
 
 class Completion(ctypes.Structure):

@@ -21,141 +21,28 @@ generation and syncs the state from the agreed root. Decisions every worker must
 
 import copy
 import functools
-import json
-import os
 import pickle
-import sys
-import time
 
-import numpy
-
-from . import basics
+from . import basics, lifecycle
 from .exceptions import HorovodInternalError, HostsUpdatedInterrupt
-
-WORKER_ID_VARIABLE = "TUTTI_ELASTIC_WORKER_ID"
-TIMEOUT_VARIABLE = "TUTTI_ELASTIC_TIMEOUT"
-GENERATION_VARIABLE = "TUTTI_ELASTIC_GENERATION"
-DEFAULT_TIMEOUT_SECONDS = 600.0
-# A worker waits this much longer than the launcher's --elastic-timeout for a generation,
-# so that the launcher, which sees the whole job, decides first (it stops the job with its
-# own message when fewer than --min-np workers remain); the worker gives up alone only
-# when no launcher does anything.
-LAUNCHER_MARGIN_SECONDS = 30.0
-_POLL_SECONDS = 0.02
-_TOPOLOGY = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE")
+from .membership import (  # noqa: F401  (the membership names, as before)
+    DEFAULT_TIMEOUT_SECONDS,
+    GENERATION_VARIABLE,
+    TIMEOUT_VARIABLE,
+    WORKER_ID_VARIABLE,
+    before_init,
+    enabled,
+    membership,
+)
 
 
-def enabled():
-    """True in a worker started by tuttirun's elastic mode."""
-    return bool(os.environ.get(WORKER_ID_VARIABLE))
-
-
-class _Membership:
-    """This worker's view of the store: which generation it is in, and the next one."""
-
-    def __init__(self):
-        from tutti.runner.store_client import StoreClient
-
-        self.worker_id = os.environ[WORKER_ID_VARIABLE]
-        self.timeout = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_SECONDS))
-        self.store = StoreClient.from_environment(os.environ)
-        self.generation = -1  # the generation this worker last joined
-
-    def _get(self, key):
-        return self.store.get(key)
-
-    def latest(self):
-        value = self._get("elastic/generation")
-        return -1 if value is None else int(value)
-
-    def join_next(self):
-        """Blocks until a generation newer than the last one joined has every member
-        arrived; sets the TUTTI_* topology of this worker in it. Exits with status 0 when
-        the launcher retired this worker."""
-        deadline = time.monotonic() + self.timeout + LAUNCHER_MARGIN_SECONDS
-        target = self.generation + 1
-        announced = None
-        while True:
-            if self._get("elastic/retired/" + self.worker_id) is not None:
-                sys.stderr.write("tutti elastic: worker %s is no longer needed; exiting\n"
-                                 % self.worker_id)
-                sys.stderr.flush()
-                raise SystemExit(0)
-            latest = self.latest()
-            if latest >= target:
-                assignment = self._get("elastic/%d/assign/%s" % (latest, self.worker_id))
-                if assignment is not None:
-                    if announced != latest:
-                        self.store.set("elastic/%d/arrived/%s" % (latest, self.worker_id), b"1")
-                        announced = latest
-                    members = json.loads(self._get("elastic/%d/members" % latest))
-                    if all(self._get("elastic/%d/arrived/%s" % (latest, m)) is not None
-                           for m in members):
-                        self._adopt(latest, json.loads(assignment))
-                        return
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    "elastic worker %s: no complete membership generation after %g s "
-                    "(TUTTI_ELASTIC_TIMEOUT plus %g s); the launcher may have stopped the job"
-                    % (self.worker_id, self.timeout, LAUNCHER_MARGIN_SECONDS))
-            time.sleep(_POLL_SECONDS)
-
-    def _adopt(self, generation, assignment):
-        self.generation = generation
-        os.environ[GENERATION_VARIABLE] = str(generation)
-        for name in _TOPOLOGY:
-            value = str(assignment[name.lower()])
-            os.environ["TUTTI_" + name] = value
-            os.environ["HOROVOD_" + name] = value
-
-    def report_failure(self):
-        """Tells the launcher that this worker's generation broke (it re-forms the job)."""
-        try:
-            self.store.set("elastic/reset/" + self.worker_id, str(self.generation).encode())
-        except Exception:  # the launcher is gone: the next join will time out and say so
-            pass
-
-    def hosts_changed(self):
-        """Whether the launcher published a newer generation (read locally; see commit)."""
-        return self.latest() > self.generation
-
-
-_membership = None
-
-
-def membership():
-    """This process's _Membership (created on first use); None outside an elastic job."""
-    global _membership
-    if _membership is None and enabled():
-        _membership = _Membership()
-    return _membership
-
-
-def before_init():
-    """Called by tutti.common.init before the core starts: joins the next generation."""
-    if membership() is not None:
-        membership().join_next()
-
-
-# ---- small collectives through the core (tutti.numpy): the same on every frontend ----
-
-def _allreduce_ints(values, op, name):
-    import tutti.numpy as tnp
-
-    return tnp.allreduce(numpy.asarray(values, dtype=numpy.int64), op=op, name=name)
-
+# ---- small collectives through the core: the same on every frontend ----
 
 def broadcast_object(obj, root_rank, name):
     """`obj` of `root_rank`, pickled and broadcast; returned on every rank."""
-    import tutti.numpy as tnp
-
     payload = pickle.dumps(obj) if basics.rank() == root_rank else b""
-    length = tnp.broadcast(numpy.array([len(payload)], numpy.int64), root_rank,
-                           name=name + ".length")
-    buffer = numpy.frombuffer(payload, numpy.uint8).copy() if payload else \
-        numpy.zeros(int(length[0]), numpy.uint8)
-    data = tnp.broadcast(buffer, root_rank, name=name + ".data")
-    return obj if basics.rank() == root_rank else pickle.loads(data.tobytes())
+    data = lifecycle.broadcast_bytes(payload, root_rank, name)
+    return obj if basics.rank() == root_rank else pickle.loads(data)
 
 
 class State:
@@ -194,7 +81,8 @@ class State:
         if member is None:
             return
         changed = 1 if member.hosts_changed() else 0
-        agreed = _allreduce_ints([changed], basics.Max, "tutti.elastic.hosts_changed")
+        agreed = lifecycle.allreduce_ints([changed], basics.Max,
+                                          "tutti.elastic.hosts_changed")
         if int(agreed[0]):
             raise HostsUpdatedInterrupt(skip_sync=False)
 
@@ -207,9 +95,10 @@ class State:
         self.save()
 
     def _agree_root(self):
-        most = int(_allreduce_ints([self._commits], basics.Max, "tutti.elastic.commits_max")[0])
+        most = int(lifecycle.allreduce_ints([self._commits], basics.Max,
+                                            "tutti.elastic.commits_max")[0])
         mine = basics.rank() if self._commits == most else basics.size()
-        return int(_allreduce_ints([mine], basics.Min, "tutti.elastic.root")[0])
+        return int(lifecycle.allreduce_ints([mine], basics.Min, "tutti.elastic.root")[0])
 
     def save(self):
         raise NotImplementedError
@@ -260,7 +149,7 @@ def run_fn(func, reset):
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         if not basics.is_initialized():
-            basics.init()
+            lifecycle.init()
         while True:
             try:
                 state.sync()  # a worker may die during the sync too
@@ -295,4 +184,4 @@ def reset():
     """Leaves the broken or outdated generation and joins the next one."""
     if basics.is_initialized():
         basics.shutdown()
-    basics.init()
+    lifecycle.init()

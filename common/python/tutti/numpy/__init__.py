@@ -12,7 +12,7 @@ return a handle for synchronize() and poll(); the *_ variants work in place.
 from tutti.common import *  # noqa: F401,F403  (the shared API, see tutti.common.__all__)
 from tutti.common import DTYPE, __version__  # noqa: F401
 
-from .control import barrier, join, poll, synchronize
+from tutti.common.control import barrier, join, poll, synchronize
 from .data_movement import (
     allgather,
     allgather_async,

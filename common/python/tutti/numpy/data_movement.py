@@ -2,12 +2,10 @@
 
 import numpy
 
-from tutti.common import core, process_sets
+from tutti.common import core, process_sets, requests
+from tutti.common.control import synchronize
 from tutti.common.exceptions import InvalidArgumentError
 from tutti.common.process_sets import global_process_set
-
-from . import requests
-from .control import synchronize
 
 
 def _allocated_outputs(count, grouped):

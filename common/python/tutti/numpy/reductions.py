@@ -2,12 +2,10 @@
 
 import numpy
 
-from tutti.common import adasum, core
+from tutti.common import adasum, core, requests
 from tutti.common.basics import Average
+from tutti.common.control import synchronize
 from tutti.common.process_sets import global_process_set
-
-from . import requests
-from .control import synchronize
 
 
 def _reduce_async(collective, kind, sources, outputs, op, name, prescale_factor,

@@ -29,18 +29,6 @@ _SIGNATURES = {
             ctypes.c_int,  # engine priority
         ],
     ),
-    "tutti_mxnet_allreduce_async": (
-        ctypes.c_int,
-        [
-            ctypes.c_void_p,  # input NDArrayHandle
-            ctypes.c_void_p,  # output NDArrayHandle (the input for in place)
-            ctypes.c_char_p,  # name
-            ctypes.c_int,  # tutti_reduce_op
-            ctypes.c_double,  # prescale
-            ctypes.c_double,  # postscale
-            ctypes.c_int,  # engine priority
-        ],
-    ),
     "tutti_mxnet_last_error": (ctypes.c_char_p, []),
 }
 

@@ -1,16 +1,16 @@
 """The collectives without data: barrier and join."""
 
 import mxnet as mx
+from tutti.common import control as _control
 from tutti.common.exceptions import TuttiError
 from tutti.common.process_sets import global_process_set
-from tutti.numpy import control as _control
 
-from . import ops
+from . import requests
 
 
 def barrier(process_set=global_process_set):
     """Returns once every rank of `process_set` has called barrier()."""
-    ops.check_initialized("barrier")
+    requests.check_initialized("barrier")
     try:
         _control.barrier(process_set)
     except TuttiError as exc:
@@ -25,7 +25,7 @@ def join():
 
     Waits first for the work already pushed to MXNet's engine, so that this rank's own
     earlier requests reach the core before it announces that it has joined."""
-    ops.check_initialized("join")
+    requests.check_initialized("join")
     mx.nd.waitall()
     try:
         return _control.join()

@@ -13,10 +13,10 @@ import numbers
 
 import mxnet as mx
 import numpy
-from tutti.common import basics, core
+from tutti.common import basics, core, process_sets
 from tutti.common.process_sets import even_splits, global_process_set
 
-from . import ops
+from . import requests
 
 # An allgather describes each tensor to the other ranks as [dtype, ndim, dim 0, ..., dim
 # MAX_NDIM-1] (unused dimensions -1), one fixed-length int64 record per tensor.
@@ -35,7 +35,7 @@ def _exchange(collective, values, name, set_id, set_size, priority):
         source = mx.nd.array(values, dtype="int32")
         output = mx.nd.empty((set_size,), dtype="int32")
         splits = [1] * set_size
-    ops.push(collective, [source], [output], name, set_id, splits=splits, priority=priority)
+    requests.push(collective, [source], [output], name, set_id, splits=splits, priority=priority)
     return output.asnumpy()  # raises MXNetError when the core failed
 
 
@@ -46,7 +46,7 @@ def _describe(tensor, function):
         raise ValueError("tutti.mxnet.%s supports at most %d dimensions, got %d"
                          % (function, MAX_NDIM, tensor.ndim))
     dims = list(tensor.shape) + [-1] * (MAX_NDIM - tensor.ndim)
-    return [basics.DTYPE[ops.dtype_name(tensor)], tensor.ndim] + dims
+    return [basics.DTYPE[requests.dtype_name(tensor)], tensor.ndim] + dims
 
 
 def _shape_text(record):
@@ -75,14 +75,14 @@ def _check_agreement(records, name, set_id):
 
 def _allgather(function, tensors, name, priority, process_set):
     descriptions = [_describe(t, function) for t in tensors]
-    set_id, name = ops.prepare(function, process_set, name, "allgather")
-    set_size = ops.set_size(set_id)
+    set_id, name = requests.prepare(function, process_set, name, "allgather")
+    set_size = process_sets.set_size(set_id)
     records = _exchange(core.ALLGATHER, sum(descriptions, []), name + ".shapes", set_id,
                         set_size, priority).reshape(set_size, len(tensors), _RECORD)
     _check_agreement(records, name, set_id)
-    outputs = [ops.empty_like(t, (int(records[:, i, 2].sum()),) + tuple(t.shape[1:]))
+    outputs = [requests.empty_like(t, (int(records[:, i, 2].sum()),) + tuple(t.shape[1:]))
                for i, t in enumerate(tensors)]
-    ops.push(core.ALLGATHER, tensors, outputs, name, set_id, priority=priority)
+    requests.push(core.ALLGATHER, tensors, outputs, name, set_id, priority=priority)
     return outputs
 
 
@@ -92,26 +92,26 @@ def allgather(tensor, name=None, priority=0, process_set=global_process_set):
 
     Waits until every rank has announced its shape, then returns; the data itself moves
     asynchronously. Raises MXNetError when the ranks' other dimensions or dtypes differ."""
-    ops.check_tensor(tensor, "allgather")
+    requests.check_tensor(tensor, "allgather")
     return _allgather("allgather", [tensor], name, priority, process_set)[0]
 
 
 def grouped_allgather(tensors, name=None, priority=0, process_set=global_process_set):
     """allgather of a list of NDArrays of one dtype as one request."""
-    tensors = ops.check_group(tensors, "grouped_allgather")
+    tensors = requests.check_group(tensors, "grouped_allgather")
     return _allgather("grouped_allgather", tensors, name, priority, process_set)
 
 
 def _broadcast(function, tensor, in_place, root_rank, name, priority, process_set):
-    ops.check_tensor(tensor, function)
-    set_id, name = ops.prepare(function, process_set, name, "broadcast")
-    set_size = ops.set_size(set_id)
+    requests.check_tensor(tensor, function)
+    set_id, name = requests.prepare(function, process_set, name, "broadcast")
+    set_size = process_sets.set_size(set_id)
     if isinstance(root_rank, bool) or not isinstance(root_rank, numbers.Integral) or not (
             0 <= root_rank < set_size):
         raise ValueError("root_rank must be a rank of the process set, between 0 and %d; got %r"
                          % (set_size - 1, root_rank))
-    output = tensor if in_place else ops.empty_like(tensor, tensor.shape)
-    ops.push(core.BROADCAST, [tensor], [output], name, set_id, root_rank=root_rank,
+    output = tensor if in_place else requests.empty_like(tensor, tensor.shape)
+    requests.push(core.BROADCAST, [tensor], [output], name, set_id, root_rank=root_rank,
              priority=priority)
     return output
 
@@ -151,16 +151,16 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
     received_splits an int32 NDArray of the rows that came from each rank. Waits until
     every rank has announced its splits, then returns; the data itself moves
     asynchronously."""
-    ops.check_tensor(tensor, "alltoall")
+    requests.check_tensor(tensor, "alltoall")
     with_splits = splits is not None
     if tensor.ndim == 0:
         raise ValueError("tutti.mxnet.alltoall needs a tensor with at least one dimension")
-    set_id, name = ops.prepare("alltoall", process_set, name, "alltoall")
-    set_size = ops.set_size(set_id)
+    set_id, name = requests.prepare("alltoall", process_set, name, "alltoall")
+    set_size = process_sets.set_size(set_id)
     sent = _split_list(splits, tensor.shape[0], set_size)
     received = _exchange(core.ALLTOALL, sent, name + ".splits", set_id, set_size, priority)
-    output = ops.empty_like(tensor, (int(received.sum()),) + tuple(tensor.shape[1:]))
-    ops.push(core.ALLTOALL, [tensor], [output], name, set_id, splits=sent, priority=priority)
+    output = requests.empty_like(tensor, (int(received.sum()),) + tuple(tensor.shape[1:]))
+    requests.push(core.ALLTOALL, [tensor], [output], name, set_id, splits=sent, priority=priority)
     received_splits = mx.nd.array(received, dtype="int32")
     if isinstance(tensor, mx.np.ndarray):
         received_splits = received_splits.as_np_ndarray()

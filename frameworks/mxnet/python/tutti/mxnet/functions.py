@@ -5,14 +5,14 @@ import pickle
 import mxnet as mx
 import numpy
 from tutti.common import basics, objects, process_sets
-from tutti.common.process_sets import global_process_set
+from tutti.common.process_sets import global_process_set, set_rank
 
-from . import ops
+from . import requests
 from .data_movement import allgather, broadcast_
 
 
 def _broadcast_(tensor, root_rank, name):
-    ops.check_tensor(tensor, "broadcast_parameters")
+    requests.check_tensor(tensor, "broadcast_parameters")
     broadcast_(tensor, root_rank, name=name)
 
 
@@ -87,9 +87,9 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
     The object is serialized with cloudpickle on the root; the others pass anything (it is ignored). Waits for
     the result."""
-    ops.check_initialized("broadcast_object")
+    requests.check_initialized("broadcast_object")
     set_id = process_sets.request_id(process_set)
-    is_root = ops.set_rank(set_id) == root_rank
+    is_root = set_rank(set_id) == root_rank
     payload = numpy.frombuffer(objects.dumps(obj), dtype=numpy.uint8) if is_root else None
     length = mx.nd.array([payload.size if is_root else 0], dtype="int64")
     broadcast_(length, root_rank, name=_part(name, "length"), process_set=process_set)
@@ -101,7 +101,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Returns the list of `obj` of every rank of the set, in rank order (serialized with cloudpickle)."""
-    ops.check_initialized("allgather_object")
+    requests.check_initialized("allgather_object")
     payload = numpy.frombuffer(objects.dumps(obj), dtype=numpy.uint8)
     lengths = allgather(mx.nd.array([payload.size], dtype="int64"),
                         name=_part(name, "lengths"), process_set=process_set).asnumpy()

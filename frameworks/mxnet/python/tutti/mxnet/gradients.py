@@ -11,7 +11,7 @@ from collections import OrderedDict
 from tutti.common import process_sets
 from tutti.common.basics import ReduceOp
 
-from . import ops
+from . import requests
 from .reductions import allreduce_, grouped_allreduce_
 
 
@@ -64,9 +64,9 @@ class GradientReducer:
         name the same parameter on every rank, and returns at once."""
         if not entries:
             return
-        ops.check_initialized(self.owner)
+        requests.check_initialized(self.owner)
         set_id = process_sets.request_id(self.process_set)  # refuses non-members
-        size = ops.set_size(set_id)
+        size = process_sets.set_size(set_id)
         if size == 1:
             return
         # Horovod's split of the average: 1/f before the sum, f/size after it.
@@ -85,7 +85,7 @@ class GradientReducer:
             for number, run in enumerate(split_evenly(sent, self.num_groups)):
                 by_dtype = OrderedDict()
                 for entry in run:
-                    by_dtype.setdefault(ops.dtype_name(entry[2]), []).append(entry)
+                    by_dtype.setdefault(requests.dtype_name(entry[2]), []).append(entry)
                 for dtype, group in by_dtype.items():
                     name = "%sgrads.%s-%s.%s" % (self.prefix, group[0][0], group[-1][0], dtype)
                     grouped_allreduce_([entry[2] for entry in group], name=name,

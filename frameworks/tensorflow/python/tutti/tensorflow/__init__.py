@@ -19,19 +19,17 @@ _plugin.check_core_version("tutti-tensorflow", __version__, _CORE_REQUIREMENT)
 from tutti.common import *  # noqa: E402,F401,F403  (the shared API, see tutti.common.__all__)
 
 from . import mpi_ops  # noqa: E402,F401  (Horovod's module path)
-from .collectives import (  # noqa: E402
-    allgather,
-    allreduce,
-    alltoall,
-    barrier,
-    broadcast,
-    grouped_allgather,
-    grouped_allreduce,
-    grouped_reducescatter,
-    join,
-    reducescatter,
-)
 from .compression import Compression  # noqa: E402
+from .control import (  # noqa: E402
+    barrier,
+    join,
+    local_rank_op,
+    local_size_op,
+    process_set_included_op,
+    rank_op,
+    size_op,
+)
+from .data_movement import allgather, alltoall, broadcast, grouped_allgather  # noqa: E402
 from .functions import (  # noqa: E402
     allgather_object,
     broadcast_,
@@ -44,14 +42,13 @@ from .gradient_tape import (  # noqa: E402
     DistributedGradientTape,
     PartialDistributedGradientTape,
 )
-from .ops import (  # noqa: E402
-    local_rank_op,
-    local_size_op,
-    process_set_included_op,
-    rank_op,
-    size_op,
-)
 from .optimizer import DistributedOptimizer  # noqa: E402
+from .reductions import (  # noqa: E402
+    allreduce,
+    grouped_allreduce,
+    grouped_reducescatter,
+    reducescatter,
+)
 from . import elastic  # noqa: E402,F401  (hvd.elastic.run, TensorFlowState, ...)
 
 

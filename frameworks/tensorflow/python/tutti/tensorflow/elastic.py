@@ -12,7 +12,6 @@ from tutti.common import elastic as _elastic
 from tutti.common.elastic import ObjectState, State  # noqa: F401  (Horovod's names)
 from tutti.common.exceptions import HorovodInternalError
 
-from . import naming
 from .functions import broadcast_, broadcast_object
 
 
@@ -31,11 +30,11 @@ def run(func):
 
 
 def _reset():
-    """Joins the next generation, then numbers unnamed eager collectives from 0 again: a
-    worker that just started has numbered none, the survivors many, and the core matches
-    requests by name (DistributedGradientTape's reductions are unnamed, for one)."""
+    """Joins the next generation. Unnamed eager collectives are numbered from 0 again there
+    (tutti.common.naming numbers per session): a worker that just started has numbered none,
+    the survivors many, and the core matches requests by name (DistributedGradientTape's
+    reductions are unnamed, for one)."""
     _elastic.reset()
-    naming.restart_eager_numbering()
 
 
 def _broadcast_values(values, root):

@@ -14,7 +14,7 @@ from tensorflow.python.framework import func_graph
 from tutti.common import objects
 from tutti.common.process_sets import global_process_set
 
-from .collectives import allgather, broadcast
+from .data_movement import allgather, broadcast
 
 # Unsigned types the core does not know travel as the signed type of the same width
 # (Keras keeps random seeds in uint32 variables).

@@ -6,7 +6,7 @@ from tutti.common.basics import Average
 from tutti.common.process_sets import global_process_set
 
 from .compression import Compression
-from .gradient_reduction import GradientReducer
+from .gradients import GradientReducer
 
 
 class _ReducingTape:

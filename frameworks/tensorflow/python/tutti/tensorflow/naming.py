@@ -1,9 +1,8 @@
-"""Names of collective requests.
+"""Names of collective requests in TensorFlow.
 
 The core matches requests across ranks by name, so a name must come out the same on every
-rank and be unique among the requests in flight. Eagerly, every member of a process set
-runs the same sequence of collectives on it, so a process-wide counter per process set
-works (ranks outside a set do not count its requests). Inside tf.function (or any graph)
+rank and be unique among the requests in flight. Eagerly, TensorFlow names requests as
+every frontend does (tutti.common.naming, prefix "tf"). Inside tf.function (or any graph)
 the name is built when the graph is traced: a counter per process set kept on the
 outermost graph, prefixed with that graph's name. Graph names sometimes end in a
 process-wide unique id (`cond_true_42`, `__backward_step_117`) that can differ between
@@ -16,8 +15,8 @@ import re
 
 import tensorflow as tf
 from tensorflow.python.framework import func_graph
+from tutti.common import naming
 
-_eager_counters = collections.defaultdict(itertools.count)
 _GRAPH_COUNTERS = "_tutti_request_counters"
 _UID_SUFFIX = re.compile(r"_\d+$")
 _INVALID_OP_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-/]")
@@ -37,10 +36,6 @@ def _outermost_graph(graph):
     return graph
 
 
-def _set_suffix(process_set_id):
-    return ".set%d" % process_set_id if process_set_id else ""
-
-
 def request_name(name, kind, process_set_id=0):
     """The name under which a collective of `kind` (e.g. "allreduce") is submitted.
 
@@ -48,10 +43,7 @@ def request_name(name, kind, process_set_id=0):
     process_set_id: the id of the request's process set (0: every rank).
     """
     if tf.executing_eagerly():
-        if name:
-            return name
-        number = next(_eager_counters[process_set_id])
-        return "tf.%s.noname.%d%s" % (kind, number, _set_suffix(process_set_id))
+        return naming.request_name(name or None, kind, process_set_id, prefix="tf")
     graph = _outermost_graph(tf.compat.v1.get_default_graph())
     counters = getattr(graph, _GRAPH_COUNTERS, None)
     if counters is None:
@@ -59,10 +51,4 @@ def request_name(name, kind, process_set_id=0):
         setattr(graph, _GRAPH_COUNTERS, counters)
     prefix = _UID_SUFFIX.sub("", getattr(graph, "name", "") or "graph")
     number = next(counters[process_set_id])
-    return "%s/%s.%d%s" % (prefix, name or kind, number, _set_suffix(process_set_id))
-
-
-def restart_eager_numbering():
-    """Numbers unnamed eager requests from 0 again: after join(), ranks that made
-    different numbers of calls agree on the names of the next ones."""
-    _eager_counters.clear()
+    return "%s/%s.%d%s" % (prefix, name or kind, number, naming.set_suffix(process_set_id))

@@ -8,7 +8,7 @@ from tutti.common.basics import Average
 from tutti.common.process_sets import global_process_set
 
 from .compression import Compression
-from .gradient_reduction import GradientReducer
+from .gradients import GradientReducer
 
 _LegacyOptimizer = tf.compat.v1.train.Optimizer
 

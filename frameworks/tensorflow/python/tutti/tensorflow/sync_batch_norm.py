@@ -6,7 +6,7 @@ import tensorflow as tf
 from tutti.common import basics
 from tutti.common.basics import Sum
 
-from .collectives import allreduce
+from .reductions import allreduce
 
 
 class SyncBatchNormalization(keras.layers.BatchNormalization):

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 from tutti.common import basics
 
-from ..collectives import grouped_allreduce
+from ..reductions import grouped_allreduce
 from .optimizer import broadcast_global_variables
 
 

@@ -5,16 +5,16 @@ import keras
 import tensorflow as tf
 from tutti.common.basics import Average
 
-from .. import collectives
+from .. import data_movement, reductions
 from ..compression import Compression
-from ..gradient_reduction import GradientReducer
+from ..gradients import GradientReducer
 from .optimizer import _distributed_class
 
 
 def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_factor=1.0,
               op=None, compression=Compression.none):
     """Reduces a tensor-like value over the ranks (default op: hvd.Average)."""
-    return collectives.allreduce(tf.constant(value), average=average, op=op,
+    return reductions.allreduce(tf.constant(value), average=average, op=op,
                                  prescale_factor=prescale_factor,
                                  postscale_factor=postscale_factor, name=name,
                                  compression=compression)
@@ -22,17 +22,17 @@ def allreduce(value, name=None, average=None, prescale_factor=1.0, postscale_fac
 
 def allgather(value, name=None):
     """Concatenates every rank's tensor-like value along the first dimension."""
-    return collectives.allgather(tf.constant(value), name=name)
+    return data_movement.allgather(tf.constant(value), name=name)
 
 
 def broadcast(value, root_rank, name=None):
     """Rank `root_rank`'s tensor-like value on every rank."""
-    return collectives.broadcast(tf.constant(value), root_rank, name=name)
+    return data_movement.broadcast(tf.constant(value), root_rank, name=name)
 
 
 def reducescatter(value, name=None, op=Average):
     """Reduces a tensor-like value and returns this rank's part of the first dimension."""
-    return collectives.reducescatter(tf.constant(value), op=op, name=name)
+    return reductions.reducescatter(tf.constant(value), op=op, name=name)
 
 
 def _optimizer_classes():

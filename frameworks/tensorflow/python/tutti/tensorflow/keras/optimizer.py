@@ -14,7 +14,7 @@ from tutti.common.process_sets import global_process_set
 
 from ..compression import Compression
 from ..functions import broadcast_variables
-from ..gradient_reduction import GradientReducer
+from ..gradients import GradientReducer
 
 _SUBCLASSES = {}
 

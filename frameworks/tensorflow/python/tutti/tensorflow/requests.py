@@ -1,17 +1,26 @@
-"""TensorFlow ops of tutti and their gradients: the collectives as single graph ops, plus
-the topology ops.
+"""How a TensorFlow tensor becomes a core request: the checks of tensors and process sets,
+the collectives as single graph ops (one kernel for every collective, libtutti_tensorflow_ops)
+and their gradients.
 
-The functions here take dense tensors of one dtype and a process set id; the public API in
-collectives.py adds compression, sparse tensors, mixed dtypes and argument checks, and
-mpi_ops.py offers all of it under Horovod's module path.
+The op functions here take dense tensors of one dtype and a process set id; the public API
+in reductions.py, data_movement.py and control.py adds compression, sparse tensors, mixed
+dtypes and argument checks, and mpi_ops.py offers all of it under Horovod's module path.
+Failures the core reports (e.g. ranks disagreeing on dtype or shape) raise
+tf.errors.FailedPreconditionError with the core's message; invalid arguments raise
+tf.errors.InvalidArgumentError, ValueError or TypeError, as Horovod does: a process set
+this rank is not in raises tf.errors.InvalidArgumentError, one that is not registered
+ValueError.
 """
 
 import tensorflow as tf
-from tutti.common import core
-from tutti.common.basics import Average, ReduceOp, Sum, core_reduce_op, reduce_op_from_core
+from tutti.common import naming as common_naming
+from tutti.common.basics import (DTYPE, Average, ReduceOp, Sum, core_reduce_op,
+                                 reduce_op_from_core)
+from tutti.common.exceptions import InvalidArgumentError as _TuttiInvalidArgument
+from tutti.common.process_sets import ProcessSet, request_id, set_rank, set_size
 
 from . import naming
-from .native import ops as _ops
+from ._native import ops as _ops
 
 _REDUCE_OP_NAMES = ", ".join("hvd.%s" % op.name for op in ReduceOp)
 
@@ -53,40 +62,103 @@ def _run_independently(tensors):
     return tensors
 
 
+# ---- checks of tensors and process sets --------------------------------------------
+
+def _registered_elsewhere(process_set):
+    """True for a process set registered in this session (so refused because this rank is
+    not a member)."""
+    return isinstance(process_set, ProcessSet) and process_set.process_set_id is not None
+
+
+def process_set_id(process_set):
+    try:
+        return request_id(process_set)
+    except _TuttiInvalidArgument as error:
+        if _registered_elsewhere(process_set):
+            raise tf.errors.InvalidArgumentError(None, None, str(error)) from None
+        raise ValueError(str(error)) from None
+
+
+# The element types the core knows, in the order of the C ABI's codes.
+SUPPORTED_DTYPES = tuple(tf.as_dtype(name) for name in DTYPE)
+
+
+def dense(tensor, what):
+    if isinstance(tensor, tf.IndexedSlices):
+        raise TypeError("%s takes dense tensors, not tf.IndexedSlices" % what)
+    tensor = tf.convert_to_tensor(tensor)
+    if tensor.dtype not in SUPPORTED_DTYPES:
+        raise TypeError("%s: tutti does not support tensors of type %s; supported: %s"
+                        % (what, tensor.dtype.name,
+                           ", ".join(d.name for d in SUPPORTED_DTYPES)))
+    return tensor
+
+
+def _by_dtype(tensors, submit):
+    """Runs `submit(list_of_tensors)` once per dtype (the core groups one dtype per
+    request) and returns the results in the order of `tensors`."""
+    results = [None] * len(tensors)
+    groups = {}
+    for index, tensor in enumerate(tensors):
+        groups.setdefault(tensor.dtype, []).append(index)
+    for indices in groups.values():  # insertion order: the same on every rank
+        for index, result in zip(indices, submit([tensors[i] for i in indices])):
+            results[index] = result
+    return results
+
+
+def _group_name(name, part, parts):
+    return name if not name or parts == 1 else "%s.%d" % (name, part)
+
+
+def grouped(tensors, name, submit):
+    """_by_dtype with a distinct request name per dtype."""
+    dtypes = len({t.dtype for t in tensors})
+    counter = iter(range(dtypes))
+    return _by_dtype(tensors, lambda group: submit(group, _group_name(name, next(counter),
+                                                                      dtypes)))
+
+
 # ---- the collectives -----------------------------------------------------------------
 
-def _allreduce(tensor, op=Average, prescale_factor=1.0, postscale_factor=1.0, name=None,
-               process_set_id=0):
-    """Reduces a dense tensor over the ranks of a process set with the core's `op`."""
-    return _run_independently(_ops.tutti_allreduce(
-        tensor, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "allreduce", process_set_id)))
+def _reduction(native_op, kind, grouped):
+    """The request function of one reducing op: dense tensors of one dtype (a list when
+    `grouped`), the core's `op` and scale factors, a process set id."""
+    def request(tensors, op=Average, prescale_factor=1.0, postscale_factor=1.0, name=None,
+                process_set_id=0):
+        result = _run_independently(native_op(
+            tensors, **_reduce_args(op, prescale_factor, postscale_factor),
+            **_request_args(name, kind, process_set_id)))
+        return list(result) if grouped else result
+
+    request.__name__ = kind + "_request"
+    return request
 
 
-def _grouped_allreduce(tensors, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                       name=None, process_set_id=0):
-    """Reduces dense tensors of one dtype as one request; returns a list."""
-    return list(_run_independently(_ops.tutti_grouped_allreduce(
-        tensors, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "grouped_allreduce", process_set_id))))
+allreduce_request = _reduction(_ops.tutti_allreduce, "allreduce", grouped=False)
+grouped_allreduce_request = _reduction(_ops.tutti_grouped_allreduce, "grouped_allreduce",
+                                       grouped=True)
+reducescatter_request = _reduction(_ops.tutti_reducescatter, "reducescatter", grouped=False)
+grouped_reducescatter_request = _reduction(_ops.tutti_grouped_reducescatter,
+                                           "grouped_reducescatter", grouped=True)
 
 
-def _allgather(tensor, name=None, process_set_id=0):
+def allgather_request(tensor, name=None, process_set_id=0):
     return _run_independently(_ops.tutti_allgather(
         tensor, **_request_args(name, "allgather", process_set_id)))
 
 
-def _grouped_allgather(tensors, name=None, process_set_id=0):
+def grouped_allgather_request(tensors, name=None, process_set_id=0):
     return list(_run_independently(_ops.tutti_grouped_allgather(
         tensors, **_request_args(name, "grouped_allgather", process_set_id))))
 
 
-def _broadcast(tensor, root_rank, name=None, process_set_id=0):
+def broadcast_request(tensor, root_rank, name=None, process_set_id=0):
     return _run_independently(_ops.tutti_broadcast(
         tensor, root_rank=int(root_rank), **_request_args(name, "broadcast", process_set_id)))
 
 
-def _alltoall(tensor, splits, name=None, process_set_id=0):
+def alltoall_request(tensor, splits, name=None, process_set_id=0):
     """Returns (received, received_splits); `splits` is an int32 vector, empty for equal
     parts."""
     received, received_splits = _ops.tutti_alltoall(
@@ -95,28 +167,16 @@ def _alltoall(tensor, splits, name=None, process_set_id=0):
     return received, received_splits
 
 
-def _reducescatter(tensor, op=Average, prescale_factor=1.0, postscale_factor=1.0, name=None,
-                   process_set_id=0):
-    return _run_independently(_ops.tutti_reducescatter(
-        tensor, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "reducescatter", process_set_id)))
-
-
-def _grouped_reducescatter(tensors, op=Average, prescale_factor=1.0, postscale_factor=1.0,
-                           name=None, process_set_id=0):
-    return list(_run_independently(_ops.tutti_grouped_reducescatter(
-        tensors, **_reduce_args(op, prescale_factor, postscale_factor),
-        **_request_args(name, "grouped_reducescatter", process_set_id))))
-
-
-def _join():
+def join_request():
+    """Joins; eagerly, every frontend numbers its unnamed requests from 0 again after it
+    (inside a graph, names are fixed at tracing time)."""
     result = _ops.tutti_join()
     if tf.executing_eagerly():
-        naming.restart_eager_numbering()
+        common_naming.restart_numbering()
     return _run_independently(result)
 
 
-def _barrier(process_set_id=0):
+def barrier_request(process_set_id=0):
     operation = _ops.tutti_barrier(process_set=int(process_set_id))
     if not tf.executing_eagerly():
         _run_independently([operation])
@@ -124,25 +184,6 @@ def _barrier(process_set_id=0):
 
 
 # ---- gradients -------------------------------------------------------------------------
-
-def _set_rank(process_set_id):
-    """This process's rank within a process set (fixed for the life of the set)."""
-    value = core.lib.tutti_process_set_rank(process_set_id) if process_set_id else \
-        core.lib.tutti_rank()
-    if value < 0:
-        raise RuntimeError("tutti: cannot take a gradient outside process set %d: %s"
-                           % (process_set_id, core.last_error()))
-    return value
-
-
-def _set_size(process_set_id):
-    value = core.lib.tutti_process_set_size(process_set_id) if process_set_id else \
-        core.lib.tutti_size()
-    if value < 0:
-        raise RuntimeError("tutti: unknown process set %d: %s"
-                           % (process_set_id, core.last_error()))
-    return value
-
 
 def _reduce_attrs(op):
     return (reduce_op_from_core(op.get_attr("reduce_op")), op.get_attr("prescale_factor"),
@@ -172,7 +213,8 @@ def _allreduce_gradients(op, grads, grouped):
     selected, i.e. equal the result; ties each receive it in full.
     """
     reduce_op, prescale, postscale, set_id = _reduce_attrs(op)
-    reduce = _grouped_allreduce if grouped else (lambda g, *a, **k: [_allreduce(g[0], *a, **k)])
+    reduce = grouped_allreduce_request if grouped else (
+        lambda g, *a, **k: [allreduce_request(g[0], *a, **k)])
     if reduce_op in (Sum, Average, ReduceOp.Adasum):
         return reduce(list(grads), reduce_op, prescale, postscale, process_set_id=set_id)
     if reduce_op in (ReduceOp.Min, ReduceOp.Max) and prescale == 1.0 and postscale == 1.0:
@@ -200,10 +242,10 @@ def _own_rows(op, grads):
     set_id = op.get_attr("process_set")
     grads = [g if g.dtype == out.dtype else tf.cast(g, out.dtype)
              for g, out in zip(grads, op.outputs)]
-    reduced = _grouped_allreduce(grads, Average, process_set_id=set_id)
+    reduced = grouped_allreduce_request(grads, Average, process_set_id=set_id)
     rows = tf.stack([tf.shape(x, out_type=tf.int32)[0] for x in op.inputs])
-    counts = tf.reshape(_allgather(rows, process_set_id=set_id), [-1, len(op.inputs)])
-    offsets = tf.reduce_sum(counts[:_set_rank(set_id)], axis=0)
+    counts = tf.reshape(allgather_request(rows, process_set_id=set_id), [-1, len(op.inputs)])
+    offsets = tf.reduce_sum(counts[:set_rank(set_id)], axis=0)
     return [g[offsets[i]:offsets[i] + rows[i]] for i, g in enumerate(reduced)]
 
 
@@ -225,8 +267,8 @@ def _broadcast_grad(op, grad):
     The zeros depend on the allreduce, so that every rank runs it even where only the
     zeros are fetched (a graph run by a session prunes ops nothing depends on)."""
     set_id = op.get_attr("process_set")
-    reduced = _allreduce(grad, Average, process_set_id=set_id)
-    if _set_rank(set_id) != op.get_attr("root_rank"):
+    reduced = allreduce_request(grad, Average, process_set_id=set_id)
+    if set_rank(set_id) != op.get_attr("root_rank"):
         with tf.control_dependencies([reduced]):
             return tf.zeros_like(grad)
     return reduced
@@ -237,7 +279,7 @@ def _alltoall_grad(op, grad, received_splits_grad):
     """The gradient goes back the way the data came: an alltoall with the received
     splits."""
     del received_splits_grad  # row counts have no gradient
-    back, _ = _alltoall(grad, op.outputs[1], process_set_id=op.get_attr("process_set"))
+    back, _ = alltoall_request(grad, op.outputs[1], process_set_id=op.get_attr("process_set"))
     return back, None
 
 
@@ -250,10 +292,10 @@ def _scatter_gradients(op, grads):
         raise _not_differentiable("reducescatter", reduce_op, prescale, postscale)
     factor = prescale * postscale
     if reduce_op == Sum:
-        factor *= _set_size(set_id)
+        factor *= set_size(set_id)
     grads = [g if g.dtype == out.dtype else tf.cast(g, out.dtype)
              for g, out in zip(grads, op.outputs)]
-    gathered = _grouped_allgather(grads, process_set_id=set_id)
+    gathered = grouped_allgather_request(grads, process_set_id=set_id)
     return [g * tf.cast(factor, g.dtype) if factor != 1.0 else g for g in gathered]
 
 
@@ -265,36 +307,6 @@ def _reducescatter_grad(op, grad):
 @tf.RegisterGradient("TuttiGroupedReducescatter")
 def _grouped_reducescatter_grad(op, *grads):
     return _scatter_gradients(op, grads)
-
-
-# ---- topology ops ------------------------------------------------------------------------
-
-def size_op(process_set_id=0, name=None):
-    """The number of ranks of a process set (0: every rank), as an int32 scalar computed
-    when the op runs."""
-    return _ops.tutti_size(process_set=int(process_set_id), name=name)
-
-
-def process_set_included_op(process_set_id=0, name=None):
-    """1 if this rank belongs to the process set, else 0, as an int32 scalar computed when
-    the op runs. An unknown set raises InvalidArgumentError and a missing init()
-    FailedPreconditionError when it runs (Horovod returns negative codes instead)."""
-    return _ops.tutti_process_set_included(process_set=int(process_set_id), name=name)
-
-
-def rank_op(name=None):
-    """This process's rank, as an int32 scalar computed when the op runs."""
-    return _ops.tutti_rank(name=name)
-
-
-def local_size_op(name=None):
-    """The number of ranks on this host, as an int32 scalar computed when the op runs."""
-    return _ops.tutti_local_size(name=name)
-
-
-def local_rank_op(name=None):
-    """This process's rank on its host, as an int32 scalar computed when the op runs."""
-    return _ops.tutti_local_rank(name=name)
 
 
 for _name in ("TuttiSize", "TuttiProcessSetIncluded", "TuttiRank", "TuttiLocalSize",

@@ -5,7 +5,7 @@ import tensorflow as tf
 from tutti.common.basics import Adasum, Average, Sum, resolve_reduce_op
 from tutti.common.process_sets import global_process_set
 
-from .collectives import grouped_allreduce
+from .reductions import grouped_allreduce
 from .compression import Compression
 
 

@@ -10,10 +10,8 @@ import ctypes
 
 import mxnet as mx
 import numpy
-from tutti.common import basics, core, process_sets
-from tutti.common.basics import resolve_reduce_op
+from tutti.common import basics, naming, process_sets
 from tutti.common.exceptions import NotInitializedError, UnsupportedError
-from tutti.numpy import requests as _requests
 
 from . import _native
 
@@ -76,15 +74,11 @@ def check_initialized(function):
 def prepare(function, process_set, name, kind):
     """Checks the job state and returns (process set id, request name). Unnamed requests are
     numbered per kind and process set in call order, like every tutti frontend."""
-    if name is not None and (not isinstance(name, str) or not name):
-        raise ValueError("name must be a non-empty string, got %r" % (name,))
+    if name is not None:
+        naming.checked_name(name)  # a ValueError before any other check
     check_initialized(function)
     set_id = process_sets.request_id(process_set)
-    return set_id, _requests.request_name(name, kind, set_id)
-
-
-def reduce_op(op, average=None):
-    return resolve_reduce_op(op, average)
+    return set_id, naming.request_name(name, kind, set_id, prefix="mxnet")
 
 
 def empty_like(tensor, shape):
@@ -111,14 +105,3 @@ def push(collective, inputs, outputs, name, set_id, op=basics.ReduceOp.Sum, pres
     )
     if status != 0:
         raise mx.base.MXNetError(_native.last_error())
-
-
-def set_size(set_id):
-    return _requests.set_size(set_id)
-
-
-def set_rank(set_id):
-    """This rank's rank within the set."""
-    if set_id == core.GLOBAL_PROCESS_SET:
-        return basics.rank()
-    return core.lib.tutti_process_set_rank(set_id)

@@ -1,9 +1,9 @@
-"""Waiting for requests, and the collectives without data: barrier and join."""
+"""Waiting for requests, and the collectives without data: barrier and join. The same
+for every frontend: a frontend's own join() ends here, or at least in
+naming.restart_numbering(), the one restart of request numbering after join."""
 
-from tutti.common import core, naming
-from tutti.common.process_sets import global_process_set
-
-from . import requests
+from . import core, naming, requests
+from .process_sets import global_process_set
 
 
 def synchronize(handle, timeout=None):

@@ -16,8 +16,8 @@ import time
 
 import numpy
 
-from tutti.common import core
-from tutti.common.exceptions import error_for_status
+from . import core
+from .exceptions import error_for_status
 
 
 class Handle:

@@ -1,15 +1,20 @@
-"""Turns numpy arrays and arguments into a tutti_request and queues it with the core."""
+"""The one Python request layer of tutti-core: turns host arrays (numpy) and a
+collective's arguments into a tutti_request and queues it with the core.
+
+tutti.numpy's collectives are this layer with Horovod's signatures; tutti.common uses it
+for its own small collectives (init, elastic state), and frontends whose tensors live in
+host memory may hand it numpy views of them. Names come from tutti.common.naming, the
+process set's id from tutti.common.process_sets, completion from tutti.common.handles.
+"""
 
 import ctypes
 import numbers
 
 import numpy
 
-from tutti.common import basics, core, naming, process_sets
-from tutti.common.basics import ReduceOp
-from tutti.common.exceptions import InvalidArgumentError
-
-from . import dtypes, handles
+from . import basics, core, dtypes, handles, naming, process_sets
+from .basics import ReduceOp
+from .exceptions import InvalidArgumentError
 
 
 def reduce_op(op):

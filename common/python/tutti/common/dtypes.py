@@ -1,8 +1,9 @@
-"""numpy dtype <-> tutti_dtype code."""
+"""numpy dtype <-> tutti_dtype code, for requests on host arrays."""
 
 import numpy
 
-from tutti.common import DTYPE, InvalidArgumentError
+from .basics import DTYPE
+from .exceptions import InvalidArgumentError
 
 try:  # bfloat16 is not a numpy type; ml_dtypes (installed by TensorFlow) provides one.
     import ml_dtypes
