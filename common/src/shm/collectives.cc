@@ -493,6 +493,18 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
   return Status::OK();
 }
 
+Status Group::AllgatherEqual(const void* input, void* output, int64_t bytes) {
+  if (failed_.load(std::memory_order_acquire)) return status();
+  if (bytes < 0 || static_cast<size_t>(bytes) > kTinyLines * kTinyBytes || size_ == 1) {
+    return Allgatherv(input, output, std::vector<int64_t>(size_, bytes), 1);
+  }
+  char* out = static_cast<char*>(output);
+  char* own = out + static_cast<int64_t>(rank_) * bytes;
+  if (bytes > 0 && own != input) std::memmove(own, input, static_cast<size_t>(bytes));
+  // Every rank names its part's size in the lines' descriptor, so unequal parts fail there.
+  return TinyCall(kAllgather, own, bytes, 1, TUTTI_UINT8, TUTTI_REDUCE_SUM, out);
+}
+
 Status Group::Allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
                          size_t element_size) {
   if (failed_.load(std::memory_order_acquire)) return status();
@@ -517,13 +529,6 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
     std::memmove(out + offset[rank_], in, static_cast<size_t>(bytes[rank_]));
   }
   if (most == 0 || size_ == 1) return Status::OK();
-  // Equal small parts (every rank knows every count, so all take this path or none): in
-  // flagged cache lines, like a tiny allreduce (the cycle's flag exchange is one).
-  bool equal = true;
-  for (int j = 0; j < size_; ++j) equal = equal && bytes[j] == most;
-  if (equal && static_cast<size_t>(most) <= kTinyLines * kTinyBytes) {
-    return TinyCall(kAllgather, out + offset[rank_], most, 1, TUTTI_UINT8, TUTTI_REDUCE_SUM, out);
-  }
   SlotDesc desc;
   desc.kind = kAllgather;
   desc.aux = static_cast<uint32_t>(element_size);

@@ -98,6 +98,12 @@ class Group {
   Status Broadcast(void* buffer, int64_t bytes, int root);
   Status Allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
                     size_t element_size);
+  // An allgather whose parts every rank knows to be `bytes` long on every rank (the cycle's
+  // flag exchange): small parts travel in flagged cache lines, like a tiny allreduce. Only
+  // for callers that guarantee equal parts: a general Allgatherv cannot choose this path,
+  // since a rank whose counts differ would take the other one and the mismatch would go
+  // unnoticed until the deadline.
+  Status AllgatherEqual(const void* input, void* output, int64_t bytes);
   Status Alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
                    const std::vector<int64_t>& recv_counts, size_t element_size);
   // Reduces `buffer` (sum of counts elements; clobbered) and writes this rank's part to

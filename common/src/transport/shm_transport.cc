@@ -82,9 +82,9 @@ class SharedMemoryTransport : public Transport {
     if (plan == nullptr) return inner_->AgreeFlags(words);
     const int64_t n = static_cast<int64_t>(words->size());
     flag_words_.resize(n * topology_.size);
-    Status s = Shm(plan->group->Allgatherv(words->data(), flag_words_.data(),
-                                           std::vector<int64_t>(topology_.size, n),
-                                           sizeof(uint64_t)));
+    // Every rank's cache holds the same slots, so every rank sends n words.
+    Status s = Shm(plan->group->AllgatherEqual(words->data(), flag_words_.data(),
+                                               n * static_cast<int64_t>(sizeof(uint64_t))));
     if (!s.ok()) return s;
     for (int r = 0; r < topology_.size; ++r) {
       for (int64_t w = 0; w < n; ++w) (*words)[w] &= flag_words_[r * n + w];

@@ -66,7 +66,9 @@ bool CheckAllgather(int rank, Group* g, Shared* shared, int64_t base, size_t es,
     std::memcpy(out.data() + mine_at, in.data(), in.size());
     input = out.data() + mine_at;
   }
-  Status st = g->Allgatherv(input, out.data(), counts, es);
+  // Equal parts go through AllgatherEqual (the flag exchange's entry), the rest Allgatherv.
+  Status st = equal ? g->AllgatherEqual(input, out.data(), base * static_cast<int64_t>(es))
+                    : g->Allgatherv(input, out.data(), counts, es);
   SHM_CHECK(st.ok(), "allgather: %s", st.message().c_str());
   SHM_CHECK(std::memcmp(out.data(), want.data(), want.size()) == 0,
             "allgather base %lld es %zu%s: wrong data", static_cast<long long>(base), es,

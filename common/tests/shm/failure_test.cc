@@ -176,6 +176,11 @@ TEST(ShmFailureTest, MismatchedCallsFail) {
          std::vector<float> out(200);
          return g->Allgatherv(data.data(), out.data(), counts, 4);
        }},
+      {"equal-parts allgather (the flag exchange), different sizes",
+       [&](int rank, Group* g) {
+         std::vector<char> out(2 * 72);
+         return g->AllgatherEqual(data.data(), out.data(), rank == 0 ? 64 : 72);
+       }},
       {"alltoall, counts that do not pair up",
        [&](int rank, Group* g) {
          std::vector<int64_t> send = {10, 10}, recv = {10, rank == 0 ? 12 : 10};
