@@ -13,6 +13,7 @@ _FRAMEWORKS = ["torch", "tensorflow", "mxnet"]
 # The plugins' own compile recipes (build_flags.py beside each setup.py); a framework
 # without one here is still known to tutti.common.build_flags by name.
 _RECIPES = {
+    "torch": "//frameworks/torch:build_flags.py",
     "tensorflow": "//frameworks/tensorflow:build_flags.py",
     "mxnet": "//frameworks/mxnet:build_flags.py",
 }

@@ -35,7 +35,8 @@ def _version_field(name):
     return re.search(r'^%s = "([^"]+)"' % name, text, re.M).group(1)
 
 
-BuildOps = native_build_command("torch", SOURCES, "libtutti_torch_ops.so", "tutti.torch")
+BuildOps = native_build_command("torch", SOURCES, "libtutti_torch_ops.so", "tutti.torch",
+                                recipe=os.path.join(HERE, "build_flags.py"))
 
 setup(
     name="tutti-torch",

@@ -11,16 +11,17 @@ import pytest
 
 RUNFILES = os.path.join(os.environ.get("TEST_SRCDIR", ""), "tutti")
 
-# Package directories (relative to the runfiles root) of the packages checked here. tutti.torch
-# joins once it follows the template.
+# Package directories (relative to the runfiles root) of the packages checked here.
 PACKAGES = {
     "tutti.common": "common/python/tutti/common",
     "tutti.numpy": "common/python/tutti/numpy",
     "tutti.mxnet": "frameworks/mxnet/python/tutti/mxnet",
     "tutti.tensorflow": "frameworks/tensorflow/python/tutti/tensorflow",
     "tutti.tensorflow.keras": "frameworks/tensorflow/python/tutti/tensorflow/keras",
+    "tutti.torch": "frameworks/torch/python/tutti/torch",
 }
-FRONTENDS = {"numpy": "tutti.numpy", "tensorflow": "tutti.tensorflow", "mxnet": "tutti.mxnet"}
+FRONTENDS = {"numpy": "tutti.numpy", "tensorflow": "tutti.tensorflow", "mxnet": "tutti.mxnet",
+             "torch": "tutti.torch"}
 
 
 def modules():

@@ -63,7 +63,7 @@ typedef enum {
 } tutti_dtype;
 
 /* Reduction applied by allreduce. The numbering is part of the ABI (Horovod's Python
- * constants are numbered differently; each plugin maps them). */
+ * constants are numbered differently; tutti.common.basics maps them for every plugin). */
 typedef enum {
   TUTTI_REDUCE_AVERAGE = 0,
   TUTTI_REDUCE_SUM = 1,

@@ -77,11 +77,11 @@ def native_build_command(
     framework: the framework's name ("mxnet"), recorded in build_info.json;
     sources: C++ files relative to the setup.py directory;
     recipe: path of the plugin's build_flags.py, whose flags() gives the framework's
-    compile and link flags (None: a recipe tutti.common.build_flags still holds by name).
+    compile and link flags.
     The class attribute `ext_modules` holds the Extension to pass to setup(), which also
     makes the wheel platform-specific.
     """
-    if recipe is None and framework not in build_flags.FRAMEWORKS:
+    if recipe is None:
         raise ValueError(
             "no build recipe for framework %r: pass recipe=<path of the plugin's "
             "build_flags.py>" % (framework,)
@@ -102,8 +102,7 @@ def native_build_command(
         def build_extension(self, ext):
             if ext is not extension:
                 return super().build_extension(ext)
-            flags = build_flags.recipe_flags(
-                build_flags.load_recipe(recipe) if recipe else build_flags.FRAMEWORKS[framework])
+            flags = build_flags.recipe_flags(build_flags.load_recipe(recipe))
             include = include_dir()
             # setuptools builds into build_lib even for --inplace, then copies to the source.
             output = os.path.abspath(self.get_ext_fullpath(ext.name))

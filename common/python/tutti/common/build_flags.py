@@ -3,7 +3,7 @@
 One source of truth for both build paths: the plugins' builds (tutti.common.build) use it,
 and Bazel's `local_env` repository rule runs it as a script and reads the JSON it prints.
 Each framework's own flags are its plugin's recipe, a `build_flags.py` beside the plugin's
-setup.py with a flags() function (tutti-mxnet, tutti-tensorflow); this module adds the flags
+setup.py with a flags() function (tutti-torch, tutti-mxnet, tutti-tensorflow); this module adds the flags
 every plugin shares (recipe_flags) and knows the system's MPI and Python. It only imports
 the frameworks that are asked for, and nothing from tutti, so it runs before the core exists.
 """
@@ -40,23 +40,6 @@ def recipe_flags(recipe):
     return flags
 
 
-def torch_flags():
-    import torch
-    from torch.utils import cpp_extension
-
-    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    lib_dir = cpp_extension.library_paths()[0]
-    return {
-        "version": torch.__version__,
-        "include_dirs": cpp_extension.include_paths(),
-        "defines": ["_GLIBCXX_USE_CXX11_ABI=%d" % abi, "TORCH_API_INCLUDE_EXTENSION_H"],
-        # torch headers use a few C++20 spellings that C++17 accepts with a warning.
-        "cflags": ["-std=c++17", "-Wno-c++20-extensions"],
-        "library_dirs": [lib_dir],
-        "libraries": ["c10", "torch_cpu"],
-    }
-
-
 def mpi_flags():
     """Include and library directories of the system MPI, from its compiler wrapper."""
 
@@ -76,14 +59,10 @@ def python_flags():
     return {"include_dirs": [sysconfig.get_paths()["include"]], "executable": sys.executable}
 
 
-# Recipes still kept here, by framework name (tutti-torch's, until it moves to its plugin).
-FRAMEWORKS = {"torch": torch_flags}
-
-
 def main(argv):
-    """Prints {name: flags} as JSON for each argument: "mpi", "python", a framework of
-    FRAMEWORKS, or "<framework>=<path of its plugin's build_flags.py>". A framework that
-    fails to import is reported as {"error": ...} instead."""
+    """Prints {name: flags} as JSON for each argument: "mpi", "python", or
+    "<framework>=<path of its plugin's build_flags.py>". A framework that fails to import
+    (or comes without a recipe) is reported as {"error": ...} instead."""
     result = {}
     for argument in argv:
         name, _, path = argument.partition("=")
@@ -93,7 +72,10 @@ def main(argv):
             elif name == "python":
                 result[name] = python_flags()
             else:
-                result[name] = recipe_flags(load_recipe(path) if path else FRAMEWORKS[name])
+                if not path:
+                    raise ValueError("no recipe given for %r: pass %s=<path of its "
+                                     "build_flags.py>" % (name, name))
+                result[name] = recipe_flags(load_recipe(path))
         except Exception as exc:  # reported to the caller, which decides
             result[name] = {"error": "%s: %s" % (type(exc).__name__, exc)}
     json.dump(result, sys.stdout)
