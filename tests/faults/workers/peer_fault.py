@@ -48,7 +48,11 @@ def main(mode):
     else:
         print("rank %d: FAIL no error" % rank, flush=True)
     if mode in ("stop", "hang"):
-        os._exit(3)  # a failing rank makes tuttirun stop the job, the stuck rank included
+        # A failing rank makes tuttirun stop the job, the stuck rank included. Wait first:
+        # the other survivor's own error (what the test checks) may come a moment later,
+        # and tuttirun would otherwise end it before it can print that error.
+        time.sleep(5)
+        os._exit(3)
     if mode == "kill":
         os._exit(0)  # a peer is gone or stuck: leave without the shutdown handshake
     hvd.shutdown()
