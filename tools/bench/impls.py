@@ -110,15 +110,9 @@ class TorchGloo(Implementation):
             work.wait()
 
 
-class TuttiNumpy(Implementation):
-    """tutti through tutti.numpy."""
-
-    def __init__(self, mode):
-        import tutti.numpy as hvd
-
-        self._hvd = hvd
-        self.mode = mode
-        self.name = "tutti-%s-np" % mode.name
+class _HorovodApi(Implementation):
+    """The calls of Horovod's API, shared by tutti.numpy, tutti.torch and Horovod itself
+    (their APIs are the same); `self._hvd` is the module."""
 
     def allreduce(self, buf, name):
         self._hvd.allreduce_(buf, op=self._hvd.Sum, name=name)
@@ -133,7 +127,25 @@ class TuttiNumpy(Implementation):
         self.last_submit_s = _submit_then_wait(self._hvd, bufs, prefix)
 
 
-class TuttiTorch(Implementation):
+class TuttiNumpy(_HorovodApi):
+    """tutti through tutti.numpy."""
+
+    def __init__(self, mode):
+        import tutti.numpy as hvd
+
+        self._hvd = hvd
+        self.mode = mode
+        self.name = "tutti-%s-np" % mode.name
+
+
+class _HorovodApiOnTorch(_HorovodApi):
+    """Horovod's API on CPU tensors (tutti.torch and horovod.torch)."""
+
+    def wrap(self, array):
+        return self._torch.from_numpy(array)
+
+
+class TuttiTorch(_HorovodApiOnTorch):
     """tutti through tutti.torch on CPU tensors."""
 
     def __init__(self, mode):
@@ -145,21 +157,6 @@ class TuttiTorch(Implementation):
         self._hvd = hvd
         self.mode = mode
         self.name = "tutti-%s-torch" % mode.name
-
-    def wrap(self, array):
-        return self._torch.from_numpy(array)
-
-    def allreduce(self, buf, name):
-        self._hvd.allreduce_(buf, op=self._hvd.Sum, name=name)
-
-    def allgather(self, buf, out, name):
-        return self._hvd.allgather(buf, name=name)
-
-    def broadcast(self, buf, name):
-        self._hvd.broadcast_(buf, root_rank=0, name=name)
-
-    def allreduce_many(self, bufs, prefix):
-        self.last_submit_s = _submit_then_wait(self._hvd, bufs, prefix)
 
 
 def _submit_then_wait(hvd, bufs, prefix):
@@ -180,7 +177,7 @@ def as_numpy(result):
     return result.numpy()
 
 
-class HorovodTorch(Implementation):
+class HorovodTorch(_HorovodApiOnTorch):
     """Horovod 0.28.1 through horovod.torch on CPU tensors (`--peers horovod`; runs in its
     own job under the Horovod benchmark environment, see horovod_worker.py). The same calls
     as TuttiTorch: Horovod's API is tutti's."""
@@ -191,18 +188,3 @@ class HorovodTorch(Implementation):
         self._torch = torch
         self._hvd = hvd
         self.name = "horovod-%s-torch" % controller
-
-    def wrap(self, array):
-        return self._torch.from_numpy(array)
-
-    def allreduce(self, buf, name):
-        self._hvd.allreduce_(buf, op=self._hvd.Sum, name=name)
-
-    def allgather(self, buf, out, name):
-        return self._hvd.allgather(buf, name=name)
-
-    def broadcast(self, buf, name):
-        self._hvd.broadcast_(buf, root_rank=0, name=name)
-
-    def allreduce_many(self, bufs, prefix):
-        self.last_submit_s = _submit_then_wait(self._hvd, bufs, prefix)
