@@ -6,7 +6,8 @@ Every rank makes a few allreduces together; then the last rank leaves, either
   hold   like crash, but each survivor, after its error, waits (without shutdown, so its
          connections stay open) until every survivor has had its error: only the core's
          abort of the failed generation can tell a survivor not connected to the dead
-         rank's traffic; the ranks meet through files in the directory given as argument 2;
+         rank's traffic; the ranks meet through files in the directory given as argument 2
+         (also so that the last rank leaves only after every survivor's last good step);
 while the others keep submitting. They must get an error, not hang: each prints
 "rank R: error after S s: <Class>: <message>", shuts down and exits 0.
 """
@@ -21,6 +22,10 @@ import tutti.numpy as hvd
 from reference import say
 
 
+def _marks(meeting, prefix):
+    return [name for name in os.listdir(meeting) if name.startswith(prefix)]
+
+
 def main(mode):
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
@@ -28,7 +33,15 @@ def main(mode):
         got = hvd.allreduce(np.ones(4, np.float32), op=hvd.Sum, name="before.%d" % step)
         assert np.array_equal(got, np.full(4, size, np.float32)), got
     say("rank %d: 3 steps done" % rank)
+    meeting = sys.argv[2] if mode == "hold" else None
+    if meeting:
+        # The dead rank leaves only once every survivor has its last result: a peer that
+        # vanishes while another still reads its final bytes fails that earlier call instead.
+        open(os.path.join(meeting, "stepped.%d" % rank), "w").close()
     if rank == size - 1:
+        if meeting:
+            while len(_marks(meeting, "stepped.")) < size:
+                time.sleep(0.05)  # the test's deadline bounds this wait
         if mode in ("crash", "hold"):
             os._exit(0)  # no cleanup at all; a zero status keeps launchers from killing the others
         return 0  # no shutdown(): the exit hook stops tutti and tells the peers
@@ -43,10 +56,9 @@ def main(mode):
     else:
         say("rank %d: FAIL no error although rank %d left" % (rank, size - 1))
         return 1
-    if mode == "hold":
-        meeting = sys.argv[2]
+    if meeting:
         open(os.path.join(meeting, "errored.%d" % rank), "w").close()
-        while len(os.listdir(meeting)) < size - 1:
+        while len(_marks(meeting, "errored.")) < size - 1:
             time.sleep(0.05)  # the test's deadline bounds this wait
     hvd.shutdown()
     say("rank %d: shut down" % rank)
