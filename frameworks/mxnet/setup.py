@@ -15,7 +15,7 @@ import re
 from setuptools import find_namespace_packages, setup
 
 try:
-    from tutti.common.build import native_build_command
+    from tutti.common.build import native_build_command, plugin_sources
 except ImportError as exc:
     raise SystemExit(
         "tutti-mxnet is compiled against the tutti-core and MXNet installed in the target "
@@ -25,7 +25,7 @@ except ImportError as exc:
     )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["src/collective.cc", "src/last_error.cc", "src/ndarray_view.cc"]
+SOURCES = plugin_sources(HERE)
 
 
 def _read(*parts):

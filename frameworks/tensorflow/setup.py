@@ -15,7 +15,7 @@ import re
 from setuptools import find_namespace_packages, setup
 
 try:
-    from tutti.common.build import native_build_command
+    from tutti.common.build import native_build_command, plugin_sources
 except ImportError as error:
     raise SystemExit(
         "building tutti-tensorflow needs tutti-core installed in the same environment "
@@ -23,10 +23,7 @@ except ImportError as error:
     )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = [
-    "src/collective_kernels.cc",
-    "src/op_definitions.cc",
-]
+SOURCES = plugin_sources(HERE)
 
 
 def _read(*parts):

@@ -13,7 +13,7 @@ import re
 from setuptools import find_namespace_packages, setup
 
 try:
-    from tutti.common.build import native_build_command
+    from tutti.common.build import native_build_command, plugin_sources
 except ImportError as error:
     raise SystemExit(
         "building tutti-torch needs tutti-core installed in the same environment "
@@ -21,8 +21,7 @@ except ImportError as error:
     )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["src/handle_table.cc", "src/request_support.cc", "src/allreduce_ops.cc",
-           "src/request_ops.cc", "src/device_support.cc"]
+SOURCES = plugin_sources(HERE)
 
 
 def _read(*parts):

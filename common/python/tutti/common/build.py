@@ -5,7 +5,7 @@ A plugin's setup.py needs only:
     from tutti.common.build import native_build_command
 
     build_ext = native_build_command(
-        "mxnet", ["src/collective.cc"], "libtutti_mxnet_ops.so", "tutti.mxnet",
+        "mxnet", plugin_sources(HERE), "libtutti_mxnet_ops.so", "tutti.mxnet",
         recipe=os.path.join(HERE, "build_flags.py"))
     setup(..., ext_modules=build_ext.ext_modules, cmdclass={"build_ext": build_ext})
 
@@ -18,6 +18,7 @@ Plugins are installed with `pip install --no-build-isolation ./frameworks/<fw>`:
 build must see the framework and tutti-core that are installed, not fresh copies.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -53,6 +54,15 @@ def header_c_api_version(include):
     if not match:
         raise RuntimeError("TUTTI_C_API_VERSION is not defined in %s" % include)
     return int(match.group(1))
+
+
+def plugin_sources(plugin_dir):
+    """The C++ files of a plugin's op library, relative to `plugin_dir`: every src/*.cc,
+    the same rule as frameworks/plugin.bzl, so pip and Bazel always compile the same files."""
+    found = glob.glob(os.path.join(plugin_dir, "src", "*.cc"))
+    if not found:
+        raise RuntimeError("no C++ sources under %s" % os.path.join(plugin_dir, "src"))
+    return sorted(os.path.relpath(path, plugin_dir) for path in found)
 
 
 def core_link_flags():
