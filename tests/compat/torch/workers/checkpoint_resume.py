@@ -91,6 +91,9 @@ def train_step(model, optimizer, step, distributed_lbfgs=False):
             for p in model.parameters():
                 if p.grad is not None:
                     hvd.allreduce_(p.grad)
+            # LBFGS also stops on the change of the loss: every rank must see the same
+            # loss, or one rank stops an iteration before another.
+            return hvd.allreduce(loss.detach())
         return loss
 
     if isinstance(optimizer, torch.optim.LBFGS):
