@@ -175,6 +175,18 @@ TEST(NegotiationChecksTest, BroadcastRootMismatch) {
             "broadcast of tensor 'w': ranks disagree: root_rank differs: 0 on rank 0; 1 on rank 1");
 }
 
+// On a set the requests carry the root's rank within the set (not the global root_rank the
+// caller passed), and the message says so.
+TEST(NegotiationChecksTest, BroadcastRootMismatchOnASet) {
+  RequestMeta a = Of(Collective::kBroadcast, "w", {3}), b = a;
+  a.process_set = b.process_set = 1;
+  b.root_rank = 1;
+  const RequestMeta* first = &a;
+  const RequestMeta* second = &b;
+  EXPECT_EQ(DescribeMismatch({{1, first}, {3, second}}),
+            "root (rank within the process set) differs: 0 on rank 1; 1 on rank 3");
+}
+
 TEST(NegotiationChecksTest, CollectiveMismatch) {
   Coordinator c(2);
   c.Submit(0, Of(Collective::kAllreduce, "t", {3}));

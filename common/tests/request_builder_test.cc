@@ -48,9 +48,34 @@ TEST_F(RequestBuilderTest, AcceptsValidRequests) {
 
 TEST_F(RequestBuilderTest, BroadcastRootOutOfRange) {
   request_.collective = TUTTI_OP_BROADCAST;
-  request_.process_set = pair_;
-  request_.root_rank = 5;
-  EXPECT_EQ(Refusal(), "broadcast of 't': root_rank 5 is out of range for a process set of size 2");
+  request_.root_rank = 3;
+  EXPECT_EQ(Refusal(), "broadcast of 't': root_rank 3 is out of range for a process set of size 3");
+  request_.root_rank = -1;
+  EXPECT_EQ(Refusal(), "broadcast of 't': root_rank -1 is out of range for a process set of size 3");
+}
+
+// root_rank is global (Horovod's convention); the request carries the root's rank in the set.
+TEST_F(RequestBuilderTest, BroadcastRootIsGlobalOnASet) {
+  request_.collective = TUTTI_OP_BROADCAST;
+  request_.process_set = pair_;  // ranks 0 and 2
+  for (int root : {0, 2}) {
+    request_.root_rank = root;
+    for (int rank : {0, 2}) {
+      PendingOp op;
+      ASSERT_TRUE(BuildRequest(request_, rank, sets_, &op).ok()) << Refusal(rank);
+      EXPECT_EQ(op.meta.root_rank, root / 2) << "root " << root << " on rank " << rank;
+    }
+  }
+  for (int root : {1, 5, -1}) {
+    request_.root_rank = root;
+    EXPECT_EQ(Refusal(), "broadcast of 't': root_rank " + std::to_string(root) +
+                             " is not a member of process set 1 (ranks 0, 2)");
+  }
+  PendingOp op;
+  request_.process_set = TUTTI_GLOBAL_PROCESS_SET;
+  request_.root_rank = 2;
+  ASSERT_TRUE(BuildRequest(request_, 1, sets_, &op).ok());
+  EXPECT_EQ(op.meta.root_rank, 2);
 }
 
 TEST_F(RequestBuilderTest, UnknownCollectiveAndDtype) {

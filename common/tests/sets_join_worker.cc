@@ -58,12 +58,26 @@ void CheckSubset() {
     float expected = 0;
     for (int32_t r : members) expected += r + 1;
     CHECK(value == expected, "set.sum %f, expected %f", value, expected);
-    const int root = static_cast<int>(members.size()) - 1;  // the set's last member
+    const int root = members.back();  // root_rank is global: the set's last member
     float mine = static_cast<float>(rank_ * 10);
     Call bcast;
     CHECK(Run("set.bcast", TUTTI_OP_BROADCAST, id, &mine, 1, &bcast, TUTTI_REDUCE_SUM, root) ==
               TUTTI_OK, "set.bcast: %s", bcast.message.c_str());
     CHECK(mine == members.back() * 10.0f, "set.bcast got %f", mine);
+    if (size_ > 1) {
+      // Global rank 1 is not a member: refused at enqueue, naming the set's ranks.
+      Call refused;
+      CHECK(Run("set.bcast.outsider", TUTTI_OP_BROADCAST, id, &mine, 1, &refused,
+                TUTTI_REDUCE_SUM, 1) == TUTTI_ERR_INVALID_ARGUMENT,
+            "a root outside the set accepted");
+      std::string list;
+      for (size_t i = 0; i < members.size(); ++i) {
+        list += (i ? ", " : "") + std::to_string(members[i]);
+      }
+      const std::string expected = "broadcast of 'set.bcast.outsider': root_rank 1 is not a "
+                                   "member of process set 1 (ranks " + list + ")";
+      CHECK(tutti_last_error() == expected, "message: %s", tutti_last_error());
+    }
     std::vector<float> rows(set_rank + 1, static_cast<float>(rank_));
     Call gather;
     CHECK(Run("set.gather", TUTTI_OP_ALLGATHER, id, rows.data(), set_rank + 1, &gather) ==

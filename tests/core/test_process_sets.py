@@ -27,7 +27,7 @@ def test_static_dynamic_and_restarted_sets_work_on_every_rank(job):
     assert result.returncode == 0, launch.describe(result)
     assert "FAIL" not in result.stdout, launch.describe(result)
     for rank in range(3):
-        for step in ("static", "dynamic", "restart"):
+        for step in ("static", "dynamic", "rooted", "restart"):
             assert "rank %d: %s ok" % (rank, step) in result.stdout, launch.describe(result)
         assert "rank %d/3: " % rank in result.stdout, launch.describe(result)
         threads = "True" if controller == "mpi" else "False"
@@ -41,6 +41,15 @@ def test_a_stale_set_says_to_register_it_again(job):
         line = ("rank %d: stale set: ProcessSet(ranks=[1, 2]) was registered before tutti was "
                 "shut down; register it again with add_process_set() or "
                 "init(process_sets=...)" % rank)
+        assert line in result.stdout, launch.describe(result)
+
+
+def test_a_root_outside_the_set_is_refused_with_its_message(job):
+    # root_rank is a global rank (Horovod 0.28.1): rank 0 is not a member of [1, 2].
+    controller, result = job
+    for rank in (1, 2):
+        line = ("rank %d: outsider root: broadcast of 'rooted.outsider': root_rank 0 is not a "
+                "member of process set 2 (ranks 1, 2)" % rank)
         assert line in result.stdout, launch.describe(result)
 
 

@@ -30,3 +30,11 @@ def test_collective_errors_raise_mxnet_error_and_process_continues(controller, n
         assert "rank %d: allgather mismatch -> MXNetError: " % rank in result.stdout, (
             describe(result))
     assert "ranks disagree" in result.stdout, describe(result)
+    # root_rank is a global rank: rank 0 is no member of [1, ..., np - 1].
+    members = ", ".join(str(r) for r in range(1, np_))
+    expected = ("broadcast of 'root_not_member': root_rank 0 is not a member of process set 1 "
+                "(ranks %s)" % members)
+    for rank in range(1, np_):
+        prefix = "rank %d: root outside the set -> MXNetError: " % rank
+        lines = [line for line in result.stdout.splitlines() if prefix in line]
+        assert len(lines) == 1 and expected in lines[0], describe(result)

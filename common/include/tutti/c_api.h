@@ -183,7 +183,8 @@ typedef struct {
   tutti_reduce_op reduce_op;    /* allreduce, reducescatter */
   double prescale;              /* allreduce, reducescatter (1.0 for none) */
   double postscale;
-  int32_t root_rank;            /* broadcast: rank within the process set */
+  int32_t root_rank;            /* broadcast: the root's GLOBAL rank, a member of the set
+                                   (Horovod's convention); INVALID_ARGUMENT otherwise */
   const int32_t* splits;        /* alltoall: one count of first-dimension rows per rank of
                                    the set, or NULL for equal parts */
   int32_t* received_splits;     /* alltoall: set size entries, filled before done */

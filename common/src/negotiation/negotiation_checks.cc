@@ -85,7 +85,11 @@ std::string DescribeMismatch(const Requests& requests) {
                     [](M m) { return std::to_string(m.shapes.size()); }),
       DescribeField("reduce op", requests, [](M m) { return ReduceOpName(m.reduce_op); }),
       DescribeField("dtype", requests, [](M m) { return DtypeName(m.dtype); }),
-      DescribeField("root_rank", requests, [](M m) { return std::to_string(m.root_rank); }),
+      // Requests carry the root's rank within the set; say so where that is not the global rank.
+      DescribeField(requests[0].second->process_set == TUTTI_GLOBAL_PROCESS_SET
+                        ? "root_rank"
+                        : "root (rank within the process set)",
+                    requests, [](M m) { return std::to_string(m.root_rank); }),
       DescribeField(shape_label, requests,
                     [whole_shape](M m) { return ShapesString(m.shapes, whole_shape ? 0 : 1); }),
       DescribeField("prescale", requests, [](M m) { return DoubleString(m.prescale); }),

@@ -39,7 +39,8 @@ struct RequestMeta {
   std::vector<std::vector<int64_t>> shapes;  // one per tensor of the request
   double prescale = 1.0;
   double postscale = 1.0;
-  int32_t root_rank = 0;        // broadcast, within the process set
+  int32_t root_rank = 0;        // broadcast: the root's rank within the set (the C ABI's
+                                // global root_rank, translated by BuildRequest)
   std::vector<int64_t> splits;  // alltoall: rows sent to each rank of the set
   tutti_device_type device = TUTTI_DEVICE_CPU;  // where the tensors live (not the ordinal)
 };

@@ -1,5 +1,6 @@
 #include "requests/request_builder.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,38 @@ Status CheckSplits(const tutti_request& r, int set_size, PendingOp* op) {
   return Status::OK();
 }
 
+// root_rank arrives as a global rank (Horovod's convention); from here on (negotiation, the
+// wire, execution) the request carries the root's rank within its set.
+Status SetRoot(const tutti_request& r, int set_size, const ProcessSetRegistry& sets,
+               PendingOp* op) {
+  const std::string root = "root_rank " + std::to_string(r.root_rank);
+  if (r.process_set == TUTTI_GLOBAL_PROCESS_SET) {
+    if (r.root_rank < 0 || r.root_rank >= set_size) {
+      return Status::InvalidArgument(root + " is out of range for a process set of size " +
+                                     std::to_string(set_size));
+    }
+    op->meta.root_rank = r.root_rank;
+    return Status::OK();
+  }
+  // One read of the members, so a concurrent removal cannot split the lookup from the message.
+  std::vector<int32_t> members;
+  if (!sets.Members(r.process_set, &members)) {
+    return Status::InvalidArgument("process set " + std::to_string(r.process_set) +
+                                   " is unknown (it was removed or never added)");
+  }
+  auto pos = std::lower_bound(members.begin(), members.end(), r.root_rank);
+  if (pos == members.end() || *pos != r.root_rank) {
+    std::string list;
+    for (size_t i = 0; i < members.size(); ++i) {
+      list += (i ? ", " : "") + std::to_string(members[i]);
+    }
+    return Status::InvalidArgument(root + " is not a member of process set " +
+                                   std::to_string(r.process_set) + " (ranks " + list + ")");
+  }
+  op->meta.root_rank = static_cast<int32_t>(pos - members.begin());
+  return Status::OK();
+}
+
 Status Build(const tutti_request& r, int rank, const ProcessSetRegistry& sets, PendingOp* op) {
   const Collective c = static_cast<Collective>(r.collective);
   if (r.done == nullptr) return Status::InvalidArgument("the done callback is NULL");
@@ -159,12 +192,8 @@ Status Build(const tutti_request& r, int rank, const ProcessSetRegistry& sets, P
     op->meta.postscale = r.postscale;
   }
   if (c == Collective::kBroadcast) {
-    if (r.root_rank < 0 || r.root_rank >= set_size) {
-      return Status::InvalidArgument("root_rank " + std::to_string(r.root_rank) +
-                                     " is out of range for a process set of size " +
-                                     std::to_string(set_size));
-    }
-    op->meta.root_rank = r.root_rank;
+    s = SetRoot(r, set_size, sets, op);
+    if (!s.ok()) return s;
   }
   if (c == Collective::kAlltoall) {
     s = CheckSplits(r, set_size, op);

@@ -30,7 +30,7 @@ extern "C" {
  * them raises MXNetError with the core's message. The library holds its own references
  * to the arrays until the operation completes.
  *
- * op: a tutti_reduce_op; root_rank: broadcast's root within the set; splits: alltoall's
+ * op: a tutti_reduce_op; root_rank: broadcast's root, a global rank; splits: alltoall's
  * rows per rank (num_splits entries, copied) or NULL; priority: MXNet engine priority
  * (higher runs earlier). Returns 0 when the operation was pushed, -1 otherwise (see
  * tutti_mxnet_last_error). */

@@ -92,7 +92,8 @@ REGISTER_OP("TuttiBroadcast")
     .Output("broadcast: T")
     .SetIsStateful()
     .SetShapeFn(SameShapes)
-    .Doc("Every rank of the process set receives the tensor of root_rank (a set rank).");
+    .Doc("Every rank of the process set receives the tensor of root_rank (a global rank, a "
+         "member of the set, as in Horovod).");
 
 REGISTER_OP("TuttiAlltoall")
     .Attr(TUTTI_DTYPES) TUTTI_REQUEST_ATTRS

@@ -4,7 +4,9 @@
    ranks and repr; every collective on each set, and on both sets and the global set at
    the same time (rank 1 is in both), checked against numpy references.
 2. dynamic: add [0, 2] and [2] at run time, use them, remove them; a removed set is refused.
-3. restart: after shutdown() and init() the old sets are unregistered (their id reads None,
+3. rooted: root_rank on a set is a global rank (Horovod's convention): [1, 2] broadcasts
+   from rank 2 and from rank 1; a root outside the set is refused with its message.
+4. restart: after shutdown() and init() the old sets are unregistered (their id reads None,
    using one says to register it again); registering them again works.
 Prints "rank R: <step> ok" lines and a summary; exits 1 on any failure.
 """
@@ -33,7 +35,8 @@ class SetChecker(Checker):
             "allreduce": hvd.allreduce_async(x, op=hvd.Sum, name=label + ".ar", **kwargs),
             "average": hvd.allreduce_async(x, name=label + ".avg", **kwargs),
             "allgather": hvd.allgather_async(x, name=label + ".ag", **kwargs),
-            "broadcast": hvd.broadcast_async(x, root_rank=n - 1, name=label + ".bc", **kwargs),
+            "broadcast": hvd.broadcast_async(x, root_rank=members[-1], name=label + ".bc",
+                                             **kwargs),
             "alltoall": hvd.alltoall_async(np.concatenate([x] * n), name=label + ".a2a",
                                            **kwargs),
             "reducescatter": hvd.reducescatter_async(x, op=hvd.Sum, name=label + ".rs",
@@ -155,6 +158,27 @@ def dynamic(check):
     say("rank %d: dynamic ok" % check.rank)
 
 
+def rooted(check, second):
+    """On [1, 2] (set id 2) the roots are global ranks 1 and 2; global rank 0 is no root."""
+    if second.included():
+        mine = np.full(3, 10.0 * check.rank, np.float32)
+        for root in (2, 1):
+            got = check.run("rooted.%d" % root, hvd.broadcast, mine, root_rank=root,
+                            process_set=second, name="rooted.%d" % root)
+            if got is not None:
+                check.equal("rooted.%d" % root, got, np.full(3, 10.0 * root, np.float32))
+        message = check.expect_error(
+            "rooted.outsider", hvd.InvalidArgumentError,
+            lambda: hvd.broadcast(mine, root_rank=0, process_set=second, name="rooted.outsider"))
+        expected = ("broadcast of 'rooted.outsider': root_rank 0 is not a member of process "
+                    "set 2 (ranks 1, 2)")
+        if message is not None and message != expected:
+            check.fail("rooted.outsider", message)
+        say("rank %d: outsider root: %s" % (check.rank, message))
+    hvd.barrier()
+    say("rank %d: rooted ok" % check.rank)
+
+
 def restart(check, first, second):
     hvd.barrier()
     hvd.shutdown()
@@ -183,6 +207,7 @@ def main():
     hvd.shutdown()
     first, second = static(check)
     dynamic(check)
+    rooted(check, second)
     restart(check, first, second)
     threads = hvd.mpi_threads_supported()
     say("rank %d: mpi_threads_supported %s under %s" % (check.rank, threads, hvd.controller()))

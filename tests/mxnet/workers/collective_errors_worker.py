@@ -74,8 +74,28 @@ def main():
     expect_mxnet_error(typed, "broadcast_dtype")
     check_still_works(size, "after_mismatches")
 
+    # A root that is no member of the set is the core's InvalidArgument: as in Horovod it
+    # raises MXNetError when the result is read. root_rank is a global rank, also on a set.
+    copy = hvd.broadcast(mx.nd.ones((2,)), root_rank=size, name="root_outside")
+    expect_mxnet_error(copy, "broadcast of 'root_outside': root_rank %d is out of range for a "
+                       "process set of size %d" % (size, size))
+    rest = hvd.add_process_set(list(range(1, size)))
+    if rank > 0:
+        members = ", ".join(str(r) for r in range(1, size))
+        expected = "root_rank 0 is not a member of process set %d (ranks %s)" % (
+            rest.process_set_id, members)
+        copy = hvd.broadcast(mx.nd.ones((2,)), root_rank=0, name="root_not_member",
+                             process_set=rest)
+        message = expect_mxnet_error(copy, "broadcast of 'root_not_member': " + expected)
+        line = next(line for line in message.splitlines() if "root_not_member" in line)
+        print("rank %d: root outside the set -> MXNetError: %s" % (rank, line), flush=True)
+        expect_raises(MXNetError, hvd.broadcast_object, "x", root_rank=0, process_set=rest)
+    hvd.barrier()
+    hvd.remove_process_set(rest)
+    check_still_works(size, "after_root_errors")
+
     # Bad arguments are refused on the calling rank, before anything is queued.
-    expect_raises(ValueError, hvd.broadcast, mx.nd.ones((2,)), root_rank=size)
+    expect_raises(ValueError, hvd.broadcast, mx.nd.ones((2,)), root_rank=1.5)
     expect_raises(ValueError, hvd.alltoall, mx.nd.ones((3,)), splits=[1] * (size + 1))
     expect_raises(ValueError, hvd.reducescatter, mx.nd.array(1.0))
     expect_raises(TypeError, hvd.grouped_allreduce, mx.nd.ones((2,)))

@@ -188,18 +188,37 @@ def check_process_set(rank, size):
         gathered = hvd.allgather(mx.nd.array([rank] * (set_rank + 1)), process_set=subset)
         np.testing.assert_array_equal(gathered.asnumpy(),
                                       [members[0], members[1], members[1]])
-        root = hvd.broadcast(mx.nd.array([rank]), root_rank=1, process_set=subset)
+        root = hvd.broadcast(mx.nd.array([rank]), root_rank=members[1], process_set=subset)
         np.testing.assert_array_equal(root.asnumpy(), [members[1]])
         output = hvd.alltoall(mx.nd.array([rank, rank]), process_set=subset)
         np.testing.assert_array_equal(output.asnumpy(), members)
         part = hvd.reducescatter(mx.nd.array([1.0, 2.0, 3.0]), op=hvd.Sum, process_set=subset)
         np.testing.assert_array_equal(part.asnumpy(), [2.0, 4.0] if set_rank == 0 else [6.0])
-        assert hvd.broadcast_object("from %d" % rank, root_rank=1, process_set=subset) == (
+        assert hvd.broadcast_object("from %d" % rank, root_rank=members[1],
+                                    process_set=subset) == (
             "from %d" % members[1])
         assert hvd.allgather_object(rank, process_set=subset) == members
         hvd.barrier(process_set=subset)
     hvd.barrier()
     hvd.remove_process_set(subset)
+
+
+def check_global_roots(rank, size):
+    """root_rank on a set is a global rank (Horovod 0.28.1): [1, 2] broadcasts from rank 2
+    and from rank 1 (new array, in place, objects)."""
+    if size < 3:
+        return
+    pair = hvd.add_process_set([1, 2])
+    if pair.included():
+        got = hvd.broadcast(mx.nd.array([10.0 * rank]), root_rank=2, process_set=pair)
+        np.testing.assert_array_equal(got.asnumpy(), [20.0])
+        in_place = mx.nd.array([10.0 * rank])
+        hvd.broadcast_(in_place, root_rank=1, process_set=pair)
+        np.testing.assert_array_equal(in_place.asnumpy(), [10.0])
+        obj = hvd.broadcast_object({"from": rank}, root_rank=2, process_set=pair)
+        assert obj == {"from": 2}, obj
+    hvd.barrier()
+    hvd.remove_process_set(pair)
 
 
 def check_objects_and_compression(rank, size):
@@ -242,6 +261,7 @@ def main():
     check_alltoall(rank, size)
     check_reducescatter(rank, size)
     check_process_set(rank, size)
+    check_global_roots(rank, size)
     check_objects_and_compression(rank, size)
     check_join(rank, size)
     hvd.barrier()

@@ -270,8 +270,8 @@ def check_process_sets():
         check(float(total[0]) == 1.0 + size, "allreduce on a process set: %s" % total)
         gathered = hvd.allgather(tf.fill([me + 1], me), process_set=pair)
         check(gathered.numpy().tolist() == [0, 1, 1], "allgather on a set: %s" % gathered)
-        got = hvd.broadcast(tf.constant([rank]), 1, process_set=pair)
-        check(int(got[0]) == size - 1, "broadcast root is a set rank: %s" % got)
+        got = hvd.broadcast(tf.constant([rank]), size - 1, process_set=pair)
+        check(int(got[0]) == size - 1, "broadcast root is a global rank: %s" % got)
         received = hvd.alltoall(tf.constant([10 * me, 10 * me + 1]), process_set=pair)
         check(received.numpy().tolist() == [me, 10 + me], "alltoall on a set: %s" % received)
         part = hvd.reducescatter(tf.ones([3, 1]), op=hvd.Sum, process_set=pair)
@@ -286,7 +286,7 @@ def check_process_sets():
         check(float(reduced[0]) == 1.0 and gathered.numpy().tolist() == [0.0, 1.0],
               "tf.function on a set: %s %s" % (reduced, gathered))
         hvd.barrier(process_set=pair)
-        obj = hvd.broadcast_object({"from": rank}, root_rank=1, process_set=pair)
+        obj = hvd.broadcast_object({"from": rank}, root_rank=size - 1, process_set=pair)
         check(obj == {"from": size - 1}, "broadcast_object on a set: %s" % obj)
     else:
         expect_error(tf.errors.InvalidArgumentError,
@@ -294,6 +294,43 @@ def check_process_sets():
     # Collectives on the whole job still agree on their names after set-only requests.
     everyone = hvd.allreduce(tf.constant([1.0]), op=hvd.Sum)
     check(float(everyone[0]) == size, "global allreduce after set requests")
+    hvd.remove_process_set(pair)
+
+
+def check_global_roots():
+    """root_rank on a set is a global rank (Horovod 0.28.1): on [1, 2] rank 2 is the root,
+    eagerly, in tf.function, for the gradient, broadcast_variables and broadcast_object;
+    rank 0 is no root there (tf.errors.InvalidArgumentError, as in Horovod)."""
+    size, rank = hvd.size(), hvd.rank()
+    if size < 3:
+        return
+    pair = hvd.add_process_set([1, 2])
+    if pair.included():
+        got = hvd.broadcast(tf.constant([10 * rank]), 2, process_set=pair)
+        check(got.numpy().tolist() == [20], "broadcast from global rank 2: %s" % got)
+        in_function = tf.function(lambda x: hvd.broadcast(x, 1, process_set=pair))
+        got = in_function(tf.constant([10 * rank]))
+        check(got.numpy().tolist() == [10], "broadcast from rank 1 in tf.function: %s" % got)
+        x = tf.constant([1.0, 1.0])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = hvd.broadcast(x, 2, process_set=pair) * float(rank)
+        grad = tape.gradient(y, x)
+        want = 1.5 if rank == 2 else 0.0  # the members' average output gradient, on the root
+        check(grad.numpy().tolist() == [want, want], "broadcast gradient, root 2: %s" % grad)
+        variable = tf.Variable([float(rank)])
+        hvd.broadcast_variables([variable], root_rank=2, process_set=pair)
+        check(variable.numpy().tolist() == [2.0], "broadcast_variables from rank 2")
+        obj = hvd.broadcast_object({"from": rank}, root_rank=2, process_set=pair)
+        check(obj == {"from": 2}, "broadcast_object from rank 2 on a set: %s" % obj)
+        expected = "root_rank 0 is not a member of process set %d (ranks 1, 2)" % (
+            pair.process_set_id)
+        expect_error(tf.errors.InvalidArgumentError,
+                     lambda: hvd.broadcast(tf.ones([1]), 0, name="root0", process_set=pair),
+                     "broadcast of 'root0': " + expected)
+        expect_error(tf.errors.InvalidArgumentError,
+                     lambda: hvd.broadcast_object("x", 0, process_set=pair), expected)
+    hvd.barrier()
     hvd.remove_process_set(pair)
 
 

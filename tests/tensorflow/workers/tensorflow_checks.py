@@ -37,6 +37,7 @@ def main(argv):
     movement_checks.check_grouped_allreduce_and_mixed_dtypes()
     movement_checks.check_gradients()
     movement_checks.check_process_sets()
+    movement_checks.check_global_roots()
     movement_checks.check_join()
     movement_checks.check_objects_and_variables()
     movement_checks.check_errors()

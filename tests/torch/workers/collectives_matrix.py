@@ -196,12 +196,61 @@ def process_sets(check):
                            lambda: hvd.allreduce(mine, process_set=tail), "not in")
     else:
         check.check("set.alone", hvd.allreduce(mine, op=hvd.Sum, process_set=tail), mine)
-        if hvd.broadcast_object("x", 0, process_set=tail) != "x":
+        if hvd.broadcast_object("x", check.size - 1, process_set=tail) != "x":
             check.fail("set.alone.broadcast_object", "wrong object")
         hvd.barrier(process_set=tail)
     hvd.barrier()
     hvd.remove_process_set(head)
     hvd.remove_process_set(tail)
+
+
+def global_roots(check):
+    """root_rank on a set is a global rank (Horovod 0.28.1): on [1, 2] rank 2 is the root of a
+    broadcast, broadcast_object, the broadcast gradient and broadcast_optimizer_state; rank 0
+    is no root there (ValueError, as Horovod's std::invalid_argument)."""
+    if check.size < 3:
+        return
+    pair = hvd.add_process_set([1, 2])
+    if pair.included():
+        mine = torch.full((2,), float(check.rank * 10))
+        check.check("root2.broadcast", hvd.broadcast(mine, 2, process_set=pair),
+                    torch.full((2,), 20.0))
+        check.check("root1.broadcast_", hvd.broadcast_(mine.clone(), 1, process_set=pair),
+                    torch.full((2,), 10.0))
+        got = hvd.broadcast_object({"from": check.rank}, root_rank=2, process_set=pair)
+        if got != {"from": 2}:
+            check.fail("root2.broadcast_object", "got %r" % (got,))
+        else:
+            check.passed += 1
+        x = torch.ones(2, requires_grad=True)
+        (hvd.broadcast(x, 2, process_set=pair) * float(check.rank)).sum().backward()
+        check.check("root2.broadcast.grad", x.grad,
+                    torch.full((2,), 1.5 if check.rank == 2 else 0.0))
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * check.rank, momentum=0.9)
+        if check.rank == 2:  # only the root has momentum buffers
+            model(torch.ones(4, 3)).sum().backward()
+            optimizer.step()
+        hvd.broadcast_optimizer_state(optimizer, root_rank=2, process_set=pair)
+        check.check("root2.optimizer.lr", torch.tensor(optimizer.param_groups[0]["lr"]),
+                    torch.tensor(0.2))
+        buffers = hvd.allgather_object(
+            [optimizer.state[p]["momentum_buffer"].tolist() for p in model.parameters()],
+            process_set=pair)
+        if buffers[0] != buffers[1]:
+            check.fail("root2.optimizer.state", "set members differ: %r" % (buffers,))
+        else:
+            check.passed += 1
+        expected = ("root_rank 0 is not a member of process set %d (ranks 1, 2)"
+                    % pair.process_set_id)
+        check.expect_error("root0.broadcast", ValueError,
+                           lambda: hvd.broadcast(mine, 0, name="root0", process_set=pair),
+                           "broadcast of 'root0': " + expected)
+        check.expect_error("root0.broadcast_object", ValueError,
+                           lambda: hvd.broadcast_object("x", 0, process_set=pair), expected)
+    hvd.barrier()
+    hvd.remove_process_set(pair)
 
 
 def join_uneven(check):
@@ -437,7 +486,7 @@ def main():
     hvd.init()
     check = Checker()
     dtype_matrix(check)
-    for section in (process_sets, join_uneven, gradients, gradients_more, objects, parameters,
+    for section in (process_sets, global_roots, join_uneven, gradients, gradients_more, objects, parameters,
                     optimizer_states, errors):
         guarded(check, section.__name__, lambda: section(check))
     hvd.shutdown()

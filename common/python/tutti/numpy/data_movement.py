@@ -65,8 +65,8 @@ def broadcast_async_(array, root_rank, name=None, process_set=global_process_set
 
 
 def broadcast(array, root_rank, name=None, process_set=global_process_set):
-    """Returns a copy of the array of rank `root_rank` (a rank within `process_set`) on every
-    rank of the set. Every rank passes an array of the same shape and dtype."""
+    """Returns a copy of the array of global rank `root_rank` (a member of `process_set`, as
+    in Horovod) on every rank of the set. Every rank passes an array of the same shape and dtype."""
     return synchronize(broadcast_async(array, root_rank, name, process_set))
 
 

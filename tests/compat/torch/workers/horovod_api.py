@@ -123,6 +123,31 @@ def optimizer_as_horovod(rank, size):
            and torch.equal(total.to_dense(), torch.ones(size)), total)
 
 
+def rooted_on_sets(rank, size):
+    """Horovod: root_rank on a process set is a global rank, one of the set's ranks (the even
+    and the odd ranks each broadcast from every member); another rank is ValueError."""
+    even = hvd.add_process_set(list(range(0, size, 2)))
+    odd = hvd.add_process_set(list(range(1, size, 2))) if size > 1 else None
+    for label, ps in (("even", even), ("odd", odd)):
+        if ps is None or not ps.included():
+            continue
+        for root in ps.ranks:
+            got = hvd.broadcast(torch.full((3,), float(rank)), root, process_set=ps)
+            expect("%s set broadcast from rank %d" % (label, root),
+                   got.tolist() == [float(root)] * 3, got)
+            got = hvd.broadcast_object(("from", rank), root, process_set=ps)
+            expect("%s set broadcast_object from rank %d" % (label, root),
+                   got == ("from", root), got)
+        outsider = 1 if label == "even" else 0
+        if outsider < size:
+            raises("%s set broadcast from rank %d" % (label, outsider), ValueError,
+                   lambda: hvd.broadcast(torch.ones(1), outsider, process_set=ps))
+    hvd.barrier()
+    for ps in (even, odd):
+        if ps is not None:
+            hvd.remove_process_set(ps)
+
+
 def communicators(rank, size):
     """init(comm=...) and ProcessSet(comm) with mpi4py communicators (under mpirun), and
     init(process_sets="dynamic")."""
@@ -155,7 +180,7 @@ def main():
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
     for section in (shared_names, alltoall_as_horovod, reducescatter_as_horovod,
-                    optimizer_as_horovod, communicators):
+                    optimizer_as_horovod, rooted_on_sets, communicators):
         try:
             section(rank, size)
         except Exception as exc:

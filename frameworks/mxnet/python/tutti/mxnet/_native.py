@@ -23,7 +23,7 @@ _SIGNATURES = {
             ctypes.c_int,  # tutti_reduce_op
             ctypes.c_double,  # prescale
             ctypes.c_double,  # postscale
-            ctypes.c_int,  # root rank within the set
+            ctypes.c_int,  # root rank (global)
             ctypes.POINTER(ctypes.c_int32),  # alltoall splits, or NULL
             ctypes.c_int,  # number of splits
             ctypes.c_int,  # engine priority

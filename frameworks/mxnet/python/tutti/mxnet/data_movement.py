@@ -105,11 +105,10 @@ def grouped_allgather(tensors, name=None, priority=0, process_set=global_process
 def _broadcast(function, tensor, in_place, root_rank, name, priority, process_set):
     requests.check_tensor(tensor, function)
     set_id, name = requests.prepare(function, process_set, name, "broadcast")
-    set_size = process_sets.set_size(set_id)
-    if isinstance(root_rank, bool) or not isinstance(root_rank, numbers.Integral) or not (
-            0 <= root_rank < set_size):
-        raise ValueError("root_rank must be a rank of the process set, between 0 and %d; got %r"
-                         % (set_size - 1, root_rank))
+    # Whether the root is a member of the set is the core's check (one message for every
+    # frontend); as in Horovod it fails when the result is read, with MXNetError.
+    if isinstance(root_rank, bool) or not isinstance(root_rank, numbers.Integral):
+        raise ValueError("root_rank must be an integer, got %r" % (root_rank,))
     output = tensor if in_place else requests.empty_like(tensor, tensor.shape)
     requests.push(core.BROADCAST, [tensor], [output], name, set_id, root_rank=root_rank,
              priority=priority)
@@ -117,7 +116,8 @@ def _broadcast(function, tensor, in_place, root_rank, name, priority, process_se
 
 
 def broadcast(tensor, root_rank, name=None, priority=0, process_set=global_process_set):
-    """Returns a new NDArray holding the tensor of `root_rank` (a rank within the set)."""
+    """Returns a new NDArray holding the tensor of global rank `root_rank` (a member of the
+    set, as in Horovod)."""
     return _broadcast("broadcast", tensor, False, root_rank, name, priority, process_set)
 
 

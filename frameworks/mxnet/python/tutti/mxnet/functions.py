@@ -5,7 +5,7 @@ import pickle
 import mxnet as mx
 import numpy
 from tutti.common import basics, objects, process_sets
-from tutti.common.process_sets import global_process_set, set_rank
+from tutti.common.process_sets import global_process_set
 
 from . import requests
 from .data_movement import allgather, broadcast_
@@ -83,13 +83,14 @@ def _part(name, suffix):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """Returns `obj` of `root_rank` (a rank within the set) on every rank of the set.
+    """Returns `obj` of global rank `root_rank` (a member of the set, as in Horovod) on every
+    rank of the set.
 
     The object is serialized with cloudpickle on the root; the others pass anything (it is ignored). Waits for
     the result."""
     requests.check_initialized("broadcast_object")
-    set_id = process_sets.request_id(process_set)
-    is_root = set_rank(set_id) == root_rank
+    process_sets.request_id(process_set)  # an unregistered set, or a non-member: refused here
+    is_root = basics.rank() == root_rank  # a global rank, also on a process set
     payload = numpy.frombuffer(objects.dumps(obj), dtype=numpy.uint8) if is_root else None
     length = mx.nd.array([payload.size if is_root else 0], dtype="int64")
     broadcast_(length, root_rank, name=_part(name, "length"), process_set=process_set)

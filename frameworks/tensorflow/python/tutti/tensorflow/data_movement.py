@@ -35,8 +35,8 @@ def grouped_allgather(tensors, name=None, ignore_name_scope=False,
 
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
-    """Returns rank `root_rank`'s tensor (a rank within `process_set`) on every rank of the
-    set; all pass tensors of the same dtype and shape. Differentiable: the root receives
+    """Returns rank `root_rank`'s tensor (a global rank, a member of `process_set`, as in
+    Horovod) on every rank of the set; all pass tensors of the same dtype and shape. Differentiable: the root receives
     the average of every rank's output gradient, the others zeros."""
     del ignore_name_scope
     if isinstance(root_rank, bool) or not isinstance(root_rank, numbers.Integral):

@@ -11,7 +11,7 @@ default session), as in Horovod.
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import func_graph
-from tutti.common import objects
+from tutti.common import basics, objects
 from tutti.common.process_sets import global_process_set
 
 from .data_movement import allgather, broadcast
@@ -88,13 +88,13 @@ def _runner(session):
 def broadcast_object(obj, root_rank=0, session=None, name=None,
                      process_set=global_process_set):
     """Returns rank `root_rank`'s `obj` (any object cloudpickle can serialize) on every
-    rank of `process_set`. Works eagerly, inside tf.function (at trace time) and in
+    rank of `process_set` (`root_rank` is a global rank, as in Horovod). Works eagerly, inside tf.function (at trace time) and in
     TF1-style graphs with a session."""
     if _tracing_function():
         with tf.init_scope():
             return broadcast_object(obj, root_rank, session, name, process_set)
     run = _runner(session)
-    is_root = (process_set or global_process_set).rank() == root_rank
+    is_root = basics.rank() == root_rank
     data = _as_bytes(obj) if is_root else np.zeros([0], np.uint8)
     length = run(broadcast(tf.constant([data.shape[0]], tf.int64), root_rank,
                            name=_sub_name(name, "size"), process_set=process_set))
@@ -120,7 +120,7 @@ def broadcast_object_fn(root_rank=0, session=None, name=None,
 
     def bcast(obj):
         run = _runner(session)
-        is_root = (process_set or global_process_set).rank() == root_rank
+        is_root = basics.rank() == root_rank
         data = _as_bytes(obj) if is_root else np.zeros([0], np.uint8)
         length = run(size_out, feed_dict={size_in: [data.shape[0]]})
         if not is_root:

@@ -13,6 +13,7 @@ ValueError.
 """
 
 import tensorflow as tf
+from tutti.common import basics
 from tutti.common import naming as common_naming
 from tutti.common.basics import (DTYPE, Average, ReduceOp, Sum, core_reduce_op,
                                  reduce_op_from_core)
@@ -268,7 +269,7 @@ def _broadcast_grad(op, grad):
     zeros are fetched (a graph run by a session prunes ops nothing depends on)."""
     set_id = op.get_attr("process_set")
     reduced = allreduce_request(grad, Average, process_set_id=set_id)
-    if set_rank(set_id) != op.get_attr("root_rank"):
+    if basics.rank() != op.get_attr("root_rank"):  # root_rank is a global rank
         with tf.control_dependencies([reduced]):
             return tf.zeros_like(grad)
     return reduced

@@ -2,6 +2,7 @@
 synchronous (differentiable) and asynchronous, with Horovod's signatures."""
 
 import torch
+from tutti.common import basics
 from tutti.common.basics import Average, Sum
 from tutti.common.core import Collective
 from tutti.common.process_sets import even_splits, global_process_set
@@ -119,14 +120,14 @@ class _Broadcast(torch.autograd.Function):
     def backward(ctx, grad_output):
         grad = synchronize(_allreduce_async([grad_output], "allreduce", None, Average, 1.0,
                                             1.0, ctx.process_set, False, False))
-        if (ctx.process_set or global_process_set).rank() != ctx.root_rank:
+        if basics.rank() != ctx.root_rank:  # root_rank is a global rank
             grad = torch.zeros_like(grad)
         return grad, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
-    """Returns a copy of the tensor of rank `root_rank` (a rank within `process_set`) on
-    every rank of the set; all pass tensors of the same shape and dtype. Differentiable:
+    """Returns a copy of the tensor of global rank `root_rank` (a member of `process_set`,
+    as in Horovod) on every rank of the set; all pass tensors of the same shape and dtype. Differentiable:
     the root receives the average of every rank's output gradient, the others zeros."""
     requests.check_tensor(tensor)
     requests.check_name(name)

@@ -2,7 +2,7 @@
 arbitrary picklable objects, and gathering objects from every rank."""
 
 import torch
-from tutti.common import objects
+from tutti.common import basics, objects
 from tutti.common.exceptions import InvalidArgumentError
 from tutti.common.process_sets import global_process_set
 
@@ -42,9 +42,10 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
-    """Returns rank `root_rank`'s `obj` on every rank of `process_set`. The object is
-    serialized with cloudpickle, as in Horovod, so lambdas and closures work too."""
-    is_root = (process_set or global_process_set).rank() == root_rank
+    """Returns rank `root_rank`'s `obj` on every rank of `process_set` (`root_rank` is a
+    global rank, as in Horovod). The object is serialized with cloudpickle, as in Horovod,
+    so lambdas and closures work too."""
+    is_root = basics.rank() == root_rank
     if is_root:
         data = torch.frombuffer(bytearray(objects.dumps(obj)), dtype=torch.uint8)
         length = torch.tensor([data.numel()], dtype=torch.int64)
@@ -148,7 +149,7 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     if model is not None and not isinstance(model, torch.nn.Module):
         raise InvalidArgumentError("broadcast_optimizer_state: model must be a "
                                    "torch.nn.Module or None, got %s" % type(model).__name__)
-    is_root = (process_set or global_process_set).rank() == root_rank
+    is_root = basics.rank() == root_rank  # a global rank, also on a process set
     if is_root and len(optimizer.state) == 0:
         _materialize_state(optimizer)
     local = []
