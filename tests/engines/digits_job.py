@@ -123,3 +123,35 @@ def listeners_during_a_job(driver_pid):
     hvd.allreduce(numpy.ones(1), name="after")
     hvd.shutdown()
     return found
+
+
+def log_values(chief_only=True, count=3):
+    """Every rank logs `count` dicts {"rank", "step"} through tutti.ray.ray_logger while
+    tutti is initialised; returns the rank."""
+    import numpy
+
+    import tutti.numpy as hvd
+    from tutti.ray import ray_logger
+
+    hvd.init()
+    rank = hvd.rank()
+    for step in range(count):
+        ray_logger.log({"rank": rank, "step": step}, chief_only=chief_only)
+    hvd.allreduce(numpy.zeros(1), name="logged")  # no rank is done before every rank logged
+    hvd.shutdown()
+    return rank
+
+
+def log_until_stopped(seconds=60):
+    """Logs {"step": n} every 50 ms for up to `seconds` (rank 0's values reach the driver;
+    tutti is not initialised, so ray_logger takes the rank from the environment); returns
+    the number of values logged."""
+    from tutti.ray import ray_logger
+
+    step = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ray_logger.log({"step": step})
+        step += 1
+        time.sleep(0.05)
+    return step

@@ -4,6 +4,7 @@ core in Gloo mode, tuttirun's store. Ray listens on 127.0.0.1 only."""
 import os
 import threading
 import time
+import warnings
 
 import pytest
 
@@ -19,7 +20,7 @@ import ray  # noqa: E402
 import digits_job  # noqa: E402
 import engine_checks  # noqa: E402
 import tutti.runner  # noqa: E402
-from tutti.ray import RayExecutor, RayHostDiscovery  # noqa: E402
+from tutti.ray import RayExecutor, RayHostDiscovery, ray_logger  # noqa: E402
 from tutti.runner import WorkerError  # noqa: E402
 
 
@@ -165,6 +166,71 @@ def test_a_rank_that_raises_ends_the_job_naming_its_rank(executor):
     assert engine_checks.wait_until_gone(pids) == []  # rank 0 was blocked: it is stopped
     executor.start()  # the executor can be started again
     assert [rank for rank, _, _, _ in executor.run(digits_job.first_allreduce)] == [0, 1]
+
+
+def test_callbacks_get_what_rank_0_logs_in_order(executor):
+    seen, calls = [], []
+    results = executor.run(digits_job.log_values,
+                           callbacks=[seen.append, lambda value: calls.append(value["step"])])
+    assert results == [0, 1]
+    # rank 1 logged too, with chief_only=True: dropped on the worker.
+    assert seen == [{"rank": 0, "step": step} for step in range(3)]
+    assert calls == [0, 1, 2]  # every callback, with every value, in order
+    everyone = []
+    executor.execute(lambda _: digits_job.log_values(chief_only=False),
+                     callbacks=(everyone.append,))
+    for rank in (0, 1):
+        assert [v for v in everyone if v["rank"] == rank] == [
+            {"rank": rank, "step": step} for step in range(3)]
+    assert len(everyone) == 6
+    # Without callbacks the workers' log() calls are dropped and the run goes on.
+    assert executor.run(digits_job.log_values) == [0, 1]
+
+
+def test_logging_outside_an_executor_warns_once_and_drops_the_value():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ray_logger.log({"loss": 1.0})
+        ray_logger.log({"loss": 0.5})
+    assert [str(w.message) for w in caught] == [
+        "tutti.ray.ray_logger.log: no callbacks are listening (the executor was given no "
+        "callbacks, or this is not an executor's worker); the value is dropped"]
+
+
+class EnoughLogs(Exception):
+    pass
+
+
+def test_a_callback_that_raises_stops_the_run_and_its_workers(executor):
+    pids = executor.worker_pids
+    seen = []
+
+    def stop_at_the_second(value):
+        seen.append(value)
+        if len(seen) == 2:
+            raise EnoughLogs("two values are enough")
+
+    started = time.monotonic()
+    with pytest.raises(EnoughLogs, match="two values are enough"):
+        executor.run(digits_job.log_until_stopped, args=(60,), callbacks=[stop_at_the_second])
+    assert time.monotonic() - started < 30  # not the 60 s the ranks would have logged for
+    assert seen == [{"step": 0}, {"step": 1}]
+    assert engine_checks.wait_until_gone(pids) == []
+    with pytest.raises(RuntimeError, match=r"after a callback raised EnoughLogs; call "
+                                           r"start\(\) again"):
+        executor.run(digits_job.first_allreduce)
+
+
+@pytest.mark.parametrize("callbacks, message", [
+    ([print, 3], r"callbacks\[1\] is not callable: 3"),
+    (print, "callbacks must be a list of callables, not <built-in function print>"),
+])
+def test_bad_callbacks_are_refused_with_the_reason(callbacks, message):
+    executor = RayExecutor(RayExecutor.create_settings(), num_workers=2)
+    with pytest.raises(ValueError, match=message):
+        executor.run(digits_job.log_values, callbacks=callbacks)
+    with pytest.raises(ValueError, match=message):
+        executor.execute(lambda _: None, callbacks=callbacks)
 
 
 def test_too_few_resources_end_in_a_timeout_that_says_what_is_missing():

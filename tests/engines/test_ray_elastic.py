@@ -23,6 +23,7 @@ import numpy  # noqa: E402
 import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
+import digits_job  # noqa: E402
 import elastic_training  # noqa: E402
 import engine_checks  # noqa: E402
 from tutti.ray import ElasticRayExecutor, RayExecutor  # noqa: E402
@@ -303,6 +304,49 @@ def test_elastic_ray_executor_refuses_what_it_cannot_do(nodes):
         executor.run_remote(elastic_training.train)
     with pytest.raises(NotImplementedError, match="execute_single is not available"):
         executor.execute_single(lambda executable: None)
-    with pytest.raises(ValueError, match="callbacks are not supported"):
-        executor.run(elastic_training.train, callbacks=[print])
     assert executor.worker_pids == []
+
+
+def test_callbacks_get_what_the_rank_0_worker_logs(nodes):
+    nodes.want(EXTRA_NODES[:1])
+    executor = ElasticRayExecutor(settings(max_num_proc=2))
+    seen = []
+    executor.start()
+    assert executor.run(digits_job.log_values, callbacks=[seen.append]) == [0, 1]
+    assert seen == [{"rank": 0, "step": step} for step in range(3)]
+
+
+class EnoughLogs(Exception):
+    pass
+
+
+def test_a_callback_that_raises_stops_the_elastic_job(nodes):
+    nodes.want(EXTRA_NODES[:1])
+    executor = RayExecutor(RayExecutor.create_settings(timeout_s=60), min_workers=2,
+                           max_workers=2, elastic_timeout=ELASTIC_TIMEOUT)
+
+    def stop(value):
+        raise EnoughLogs("one value is enough: %r" % (value,))
+
+    executor.start()
+    # The workers log for 60 s unless stopped; nothing_left_behind checks their actors end.
+    with pytest.raises(EnoughLogs, match=r"one value is enough: \{'step': 0\}"):
+        executor.run(digits_job.log_until_stopped, args=(60,), callbacks=[stop])
+    executor.shutdown()
+
+
+@pytest.mark.parametrize("callbacks, message", [
+    ([print, "not a function"], r"callbacks\[1\] is not callable: 'not a function'"),
+    ({"on_log": print}, "callbacks must be a list of callables"),
+])
+def test_bad_callbacks_are_refused_with_the_reason(nodes, callbacks, message):
+    executor = ElasticRayExecutor(settings())
+    executor.start()
+    with pytest.raises(ValueError, match=message):
+        executor.run(digits_job.log_values, callbacks=callbacks)
+    executor = RayExecutor(RayExecutor.create_settings(), min_workers=2)
+    executor.start()
+    with pytest.raises(ValueError, match=message):
+        executor.run(digits_job.log_values, callbacks=callbacks)
+    with pytest.raises(ValueError, match=message):
+        executor.execute(lambda _: None, callbacks=callbacks)

@@ -9,6 +9,9 @@
     results = executor.run(train)       # train() calls hvd.init(); one result per rank
     executor.shutdown()
 
+run(train, callbacks=[print]) calls print on the driver with every value that rank 0
+passes to tutti.ray.ray_logger.log.
+
 Elastic training: ElasticRayExecutor (or RayExecutor(min_workers=..., max_workers=...))
 runs hvd.elastic.run functions on one actor per slot of Ray's nodes, found by
 RayHostDiscovery, and re-forms the job when workers fail or nodes come and go. Needs Ray (`pip install "ray[default]"`); see

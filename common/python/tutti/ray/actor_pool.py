@@ -31,11 +31,12 @@ class ActorPool:
     each actor (num_cpus, num_gpus); `start_timeout` bounds an actor's start (a node that
     cannot take it, a node that went away); `executable` (cls, args, kwargs) or None is
     created in every actor before the call; `interface` names the Gloo interface (None:
-    the one that reaches `store_address`).
+    the one that reaches `store_address`); `log_queue` the job's queue for ray_logger
+    (None without callbacks), handed to the workers of every generation.
     """
 
     def __init__(self, call, resources, start_timeout, store_address, interface=None,
-                 executable=None, log=None):
+                 executable=None, log=None, log_queue=None):
         self.exits = queue.Queue()
         self.outcomes = {}   # worker id -> Outcome, once it ended
         self._call = call
@@ -44,6 +45,7 @@ class ActorPool:
         self._store_address = store_address
         self._interface = interface
         self._executable = executable
+        self._log_queue = log_queue
         self._log = log or (lambda message: None)
         self._actors = {}    # worker id -> actor handle
         self._pids = {}      # worker id -> the actor's process id, once it started
@@ -114,7 +116,8 @@ class ActorPool:
         with self._lock:
             self._pids[worker_id] = pid
         try:
-            status, rank, value = ray.get(actor.run_elastic.remote(*self._call))
+            status, rank, value = ray.get(actor.run_elastic.remote(*self._call,
+                                                                 log_queue=self._log_queue))
         except RayTaskError as exc:
             # The actor lives on after a task raised: stop it, as a failed process would
             # end, so that peers blocked on it fail now rather than at the Gloo timeout.

@@ -15,6 +15,7 @@ import dataclasses
 import warnings
 from typing import Any, Optional
 
+from . import _callbacks
 from ._imports import ray_module
 from .discovery import RayHostDiscovery
 from . import elastic_job
@@ -155,13 +156,17 @@ class ElasticRayExecutor:
 
     def run(self, worker_fn, callbacks=None):
         """worker_fn() on elastic workers until they finish; the return values of the
-        workers of the last generation, in rank order. RuntimeError when the job stops."""
-        if callbacks:
-            raise ValueError("callbacks are not supported by tutti.ray.ElasticRayExecutor")
+        workers of the last generation, in rank order. RuntimeError when the job stops.
+
+        callbacks: a list of callables, each called on this thread with every value that
+        the rank 0 worker (of any generation) logs with tutti.ray.ray_logger.log, in
+        order. A callback that raises stops the job: its workers are stopped, then the
+        exception propagates."""
+        callbacks = _callbacks.checked(callbacks)
         if not self._started:
             raise RuntimeError("the executor is not started; call start() first")
         return elastic_job.run(self._job_settings(), (worker_fn, (), {}, False),
-                               extra_env=self.env_vars)
+                               extra_env=self.env_vars, callbacks=callbacks)
 
     def shutdown(self):
         """Nothing stays between runs (each run's actors end with it); kept for symmetry
@@ -232,8 +237,7 @@ class ElasticMode:
         self._started = False
 
     def _run(self, call, callbacks):
-        if callbacks:
-            raise ValueError("callbacks are not supported by tutti.ray.RayExecutor")
+        callbacks = _callbacks.checked(callbacks)
         if not self._started:
             raise RuntimeError("the executor is not started; call start() first")
-        return elastic_job.run(self._job, call, self._executable, self._extra_env)
+        return elastic_job.run(self._job, call, self._executable, self._extra_env, callbacks)

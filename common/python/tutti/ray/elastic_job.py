@@ -18,6 +18,7 @@ from tutti.runner import gang, gloo_job, hosts
 from tutti.runner.elastic.discovery import DiscoveryError
 from tutti.runner.elastic.driver import ElasticDriver
 
+from . import _callbacks
 from ._imports import ray_module
 from .actor_pool import ActorPool, ActorSpec
 
@@ -60,9 +61,16 @@ class _Discovery:
 class _RayDriver(ElasticDriver):
     """The elastic driver, starting each worker as an actor (ActorSpec) on its node."""
 
-    def __init__(self, *args, extra_env=None, **kwargs):
+    def __init__(self, *args, extra_env=None, relay=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._extra_env = {name: str(value) for name, value in (extra_env or {}).items()}
+        self._relay = relay
+
+    def _poll(self):
+        # The callbacks run here, on the thread that called run(); one that raises ends
+        # the loop, and run() stops the workers on the way out.
+        if self._relay is not None:
+            self._relay.deliver()
 
     def _launch(self, worker_id, host):
         placement = hosts.Placement(worker_id, 1, host, 0, 1, 0, 1, False)
@@ -88,10 +96,12 @@ class _Log:
             sys.stderr.flush()
 
 
-def run(settings, call, executable=None, extra_env=None):
-    """Runs `call` = (fn, args, kwargs, with_executable) on elastic workers until they finish; the values of
-    the workers of the last generation in rank order. RuntimeError when the job stops
-    (fewer than min_np workers for longer than elastic_timeout, too many resets)."""
+def run(settings, call, executable=None, extra_env=None, callbacks=None):
+    """Runs `call` = (fn, args, kwargs, with_executable) on elastic workers until they
+    finish; the values of the workers of the last generation in rank order. RuntimeError
+    when the job stops (fewer than min_np workers for longer than elastic_timeout, too many
+    resets). `callbacks` (checked by the caller) get what the workers log with ray_logger;
+    an exception of theirs propagates once the workers are stopped."""
     ray = ray_module()
     if not ray.is_initialized():
         raise RuntimeError("Ray is not initialized: call ray.init() (or ray.init(address="
@@ -109,20 +119,28 @@ def run(settings, call, executable=None, extra_env=None):
     secret = gloo_job.new_secret()
     store = gloo_job.start_store(store_address, secret)
     resources = {"num_cpus": settings.cpus_per_slot, "num_gpus": settings.gpus_per_slot}
-    pool = ActorPool(call, resources, settings.start_timeout, store_address, interface,
-                     executable, log)
     driver_settings = types.SimpleNamespace(
         np=None, min_np=settings.min_np, max_np=settings.max_np,
         elastic_timeout=settings.elastic_timeout, reset_limit=settings.reset_limit,
         blacklist_cooldown_range=settings.cooldown_range, verbose=settings.verbose > 1,
         command=None)
+    relay = pool = None
     try:
+        relay = _callbacks.Relay(callbacks)
+        pool = ActorPool(call, resources, settings.start_timeout, store_address, interface,
+                         executable, log, relay.queue)
         driver = _RayDriver(driver_settings, store, secret, store_address, interface, pool,
-                            discovery, initial, addresses, log=log, extra_env=extra_env)
+                            discovery, initial, addresses, log=log, extra_env=extra_env,
+                            relay=relay)
         code = driver.run()
+        if code == 0:
+            relay.deliver()  # what the workers logged just before they returned
     finally:
-        pool.stop_all()
+        if pool is not None:
+            pool.stop_all()
         store.close()
+        if relay is not None:
+            relay.close()
     outcomes = dict(pool.outcomes)
     if code != 0:
         raise RuntimeError("the elastic Ray job failed: %s" % _reason(code, log, outcomes))

@@ -7,6 +7,9 @@ then on run()/execute() call functions on every rank and return the results in r
 A rank that raises or whose actor dies fails the call with tutti.runner.WorkerError naming
 the rank; the other actors, blocked in collectives with the lost rank, are killed at once,
 and the executor has to be start()ed again.
+
+callbacks=[...] of run()/execute(): each callback is called, on the thread that called
+run(), with every value that rank 0 logs through tutti.ray.ray_logger.log (see there).
 """
 
 import dataclasses
@@ -17,6 +20,7 @@ from typing import Optional
 from tutti.runner import gang
 from tutti.runner.api import WorkerError
 
+from . import _callbacks
 from ._imports import ray_module
 from .elastic import ElasticMode
 from .worker import TuttiRayWorker
@@ -167,34 +171,47 @@ class RayExecutor:
     # ---- running functions ----
 
     def run(self, fn, args=None, kwargs=None, callbacks=None):
-        """fn(*args, **kwargs) on every rank; the results in rank order."""
+        """fn(*args, **kwargs) on every rank; the results in rank order.
+
+        callbacks: a list of callables, each called on this thread with every value that
+        the function logs with tutti.ray.ray_logger.log (rank 0's unless it logs with
+        chief_only=False), in order, while the ranks run and until they are done. A
+        callback that raises stops the run: the workers are stopped (start() again to go
+        on), then its exception propagates. Values still queued when a rank fails are
+        dropped."""
         if self._elastic is not None:
             return self._elastic.run(fn, args, kwargs, callbacks)
-        self._check_running(callbacks)
-        return self._gather(ray_module(), self.run_remote(fn, args, kwargs))
+        callbacks = _callbacks.checked(callbacks)
+        self._check_running()
+        args, kwargs = tuple(args or ()), dict(kwargs or {})
+        return self._run_with(callbacks, lambda queue: [
+            worker.run.remote(fn, args, kwargs, queue) for worker in self._workers])
 
     def run_remote(self, fn, args=None, kwargs=None):
         """Starts fn(*args, **kwargs) on every rank; the Ray object refs in rank order."""
         if self._elastic is not None:
             raise NotImplementedError("run_remote is not available in elastic mode: its "
                                       "workers come and go; use run()")
-        self._check_running(None)
+        self._check_running()
         return [worker.run.remote(fn, tuple(args or ()), dict(kwargs or {}))
                 for worker in self._workers]
 
     def execute(self, fn, callbacks=None):
-        """fn(executable) on every rank (executable: what start() made of executable_cls)."""
+        """fn(executable) on every rank (executable: what start() made of executable_cls);
+        callbacks as for run()."""
         if self._elastic is not None:
             return self._elastic.execute(fn, callbacks)
-        self._check_running(callbacks)
-        return self._gather(ray_module(), [w.execute.remote(fn) for w in self._workers])
+        callbacks = _callbacks.checked(callbacks)
+        self._check_running()
+        return self._run_with(callbacks, lambda queue: [
+            worker.execute.remote(fn, queue) for worker in self._workers])
 
     def execute_single(self, fn):
         """fn(executable) on rank 0 alone."""
         if self._elastic is not None:
             raise NotImplementedError("execute_single is not available in elastic mode; use "
                                       "execute()")
-        self._check_running(None)
+        self._check_running()
         return self._gather(ray_module(), [self._workers[0].execute.remote(fn)])[0]
 
     @property
@@ -207,9 +224,16 @@ class RayExecutor:
 
     # ---- internals ----
 
-    def _check_running(self, callbacks):
-        if callbacks:
-            raise ValueError("callbacks are not supported by tutti.ray.RayExecutor")
+    def _run_with(self, callbacks, start):
+        """The results of the calls that start(queue) makes, with the callbacks fed from
+        the run's queue meanwhile; the queue goes away with the run."""
+        relay = _callbacks.Relay(callbacks)
+        try:
+            return self._gather(ray_module(), start(relay.queue), relay)
+        finally:
+            relay.close()
+
+    def _check_running(self):
         if self._failure is not None:
             raise RuntimeError("the executor's workers were stopped after %s; call start() "
                                "again" % self._failure)
@@ -263,17 +287,26 @@ class RayExecutor:
                                % (what, self.settings.timeout_s))
         return ray.get(refs)
 
-    def _gather(self, ray, refs):
+    def _gather(self, ray, refs, relay=None):
         """The refs' values in order. On a failure every actor is killed and WorkerError
         names the rank that failed: a rank's own failure wins over tutti's AbortedError on
-        its peers (they only report the loss, often before Ray reports the dead actor)."""
+        its peers (they only report the loss, often before Ray reports the dead actor).
+        relay (callbacks): fed while waiting, and once more when every ref is done."""
         pending = {ref: rank for rank, ref in enumerate(refs)}
         values = [None] * len(refs)
         failures = {}  # rank -> (summary, traceback text, cause), in the order seen
         deadline = None
         while pending:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if relay is not None and relay.queue is not None:
+                # Wake up now and then to hand the logged values to the callbacks.
+                timeout = _CALLBACK_POLL_S if timeout is None else min(timeout,
+                                                                       _CALLBACK_POLL_S)
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
+            if not ready and relay is not None and relay.queue is not None and (
+                    deadline is None or time.monotonic() < deadline):
+                self._deliver(relay)
+                continue
             if not ready:
                 break  # the grace for the failing rank's own report is over
             for ref in ready:
@@ -286,6 +319,8 @@ class RayExecutor:
             if failures and deadline is None:
                 deadline = time.monotonic() + gang.CONSEQUENCE_GRACE_S
         if not failures:
+            if relay is not None:
+                self._deliver(relay)  # what the ranks logged just before they returned
             return values
         causes = [rank for rank, f in failures.items() if not gang.is_consequence(f[0])]
         rank = causes[0] if causes else next(iter(failures))
@@ -308,6 +343,14 @@ class RayExecutor:
             summary = ("its Ray actor%s died: the process was killed or exited (%s)"
                        % (" (pid %d)" % pid if pid else "", _first_line(exc)))
             return summary, "", None
+
+    def _deliver(self, relay):
+        try:
+            relay.deliver()
+        except BaseException as exc:
+            self._stop()
+            self._failure = "a callback raised %s" % type(exc).__name__
+            raise
 
     def _fail(self, rank, summary, text):
         self._stop()
@@ -334,6 +377,10 @@ class RayExecutor:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+# How often a run with callbacks looks for logged values while its ranks run.
+_CALLBACK_POLL_S = 0.1
 
 
 def _first_line(exc):

@@ -5,6 +5,8 @@ import socket
 
 from tutti.runner import environment, gang
 
+from . import ray_logger
+
 
 class TuttiRayWorker:
     """One rank: receives tuttirun's Gloo worker environment, then runs functions.
@@ -35,17 +37,23 @@ class TuttiRayWorker:
             self.executable = cls(*(args or ()), **(kwargs or {}))
         return os.getpid()
 
-    def run(self, fn, args, kwargs):
+    # log_queue: the run's queue for ray_logger, or None when the run has no callbacks (set
+    # on every call, so that a later run never logs to an earlier run's closed queue).
+
+    def run(self, fn, args, kwargs, log_queue=None):
+        ray_logger.configure(log_queue)
         return fn(*args, **kwargs)
 
-    def execute(self, fn):
+    def execute(self, fn, log_queue=None):
+        ray_logger.configure(log_queue)
         return fn(self.executable)
 
-    def run_elastic(self, fn, args, kwargs, with_executable=False):
+    def run_elastic(self, fn, args, kwargs, with_executable=False, log_queue=None):
         """An elastic worker's whole life: ("done", final rank, fn's value), or ("retired",
         None, None) when the job no longer needed this worker (tutti.common.elastic then
         raises SystemExit(0); caught here so that it does not end the actor's process).
         with_executable: fn(executable) instead (RayExecutor.execute)."""
+        ray_logger.configure(log_queue)
         try:
             value = fn(self.executable) if with_executable else fn(*args, **kwargs)
         except SystemExit as exc:

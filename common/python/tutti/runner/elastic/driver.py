@@ -114,6 +114,7 @@ class ElasticDriver:
             if self._signal is not None:
                 self._log("received %s; stopping the job" % signal.Signals(self._signal).name)
                 return 128 + self._signal
+            self._poll()
             self._collect_exits()
             if self._finished_code is not None:
                 if not self._running():
@@ -138,6 +139,10 @@ class ElasticDriver:
             if code is not None:
                 return code
             time.sleep(_TICK_SECONDS)
+
+    def _poll(self):
+        """Called on every turn of the loop; a subclass's own work between turns (the Ray
+        driver feeds its callbacks there). An exception ends run()."""
 
     def _event(self):
         self._last_event = time.monotonic()
