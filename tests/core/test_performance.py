@@ -42,6 +42,12 @@ def test_fusion_keeps_interleaved_dtypes_ops_and_scales_apart(controller, np_):
     run("fusion", controller, np_)
 
 
+@pytest.mark.parametrize("controller", CONTROLLERS)
+@pytest.mark.parametrize("np_", [2, 3])
+def test_blocking_calls_run_their_cycles_on_the_calling_thread(controller, np_):
+    run("caller", controller, np_)
+
+
 def load_trace(path):
     with open(path) as f:
         events = json.load(f)  # must be valid JSON

@@ -1,6 +1,8 @@
-// Per-request cost through the C ABI, without Python: a 4-byte float32 sum allreduce
-// submitted with tutti_enqueue and awaited with tutti_completion_wait, back to back and
-// isolated (after a barrier and 10 ms idle), against MPI_Allreduce in the same launch.
+// Per-request cost through the C ABI, without Python: a 4-byte float32 sum allreduce, back
+// to back and isolated (after a barrier and 10 ms idle), against MPI_Allreduce in the same
+// launch, submitted two ways in alternating blocks: `enqueue` (tutti_enqueue, then
+// tutti_completion_wait: the core's thread runs the cycle) and `run` (tutti_run: the caller
+// runs it when the core's thread is idle).
 // Prints medians and minima (the minimum is the least disturbed by other work on a busy
 // machine) of wall time, and the process's CPU time per back-to-back call (both of its
 // threads: the caller and the core's).
@@ -40,8 +42,8 @@ void Check(bool ok, const char* what) {
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-// One allreduce of `value` through the core, waited for.
-void TuttiAllreduce(float* value) {
+// One allreduce of `value` through the core, waited for; `run`: through tutti_run.
+void TuttiAllreduce(float* value, bool run) {
   static const int64_t shape[1] = {1};
   tutti_tensor view{value, TUTTI_FLOAT32, 1, shape};
   tutti_completion done{};
@@ -57,10 +59,19 @@ void TuttiAllreduce(float* value) {
   request.postscale = 1.0;
   request.done = tutti_completion_done;
   request.user_data = &done;
-  Check(tutti_enqueue(&request) == TUTTI_OK, "tutti_enqueue");
-  tutti_completion_wait(&done, -1);
+  int32_t finished = 0;
+  if (run) {
+    Check(tutti_run(&request, -1, &finished) == TUTTI_OK, "tutti_run");
+  } else {
+    Check(tutti_enqueue(&request) == TUTTI_OK, "tutti_enqueue");
+  }
+  if (!finished) tutti_completion_wait(&done, -1);
   Check(done.status == TUTTI_OK, done.message);
 }
+
+struct Figures {
+  std::vector<double> wall, cpu, iso;
+};
 
 }  // namespace
 
@@ -71,15 +82,19 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Check(tutti_init() == TUTTI_OK, "tutti_init");
   float x = 0.0f, y = 0.0f;
-  for (int i = 0; i < 200; ++i) TuttiAllreduce(&x);  // warm: the response cache holds it
+  for (int i = 0; i < 200; ++i) TuttiAllreduce(&x, i % 2 == 0);  // warm: the cache holds it
   const int calls = 2000;
-  std::vector<double> wall, cpu, mpi;
-  for (int block = 0; block < 7; ++block) {
+  Figures enqueue, run;
+  std::vector<double> mpi;
+  for (int block = 0; block < 14; ++block) {
+    const bool use_run = block % 2 == 1;
+    Figures& f = use_run ? run : enqueue;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = Now(CLOCK_MONOTONIC), c0 = Now(CLOCK_PROCESS_CPUTIME_ID);
-    for (int i = 0; i < calls; ++i) TuttiAllreduce(&x);
-    wall.push_back((Now(CLOCK_MONOTONIC) - t0) / calls);
-    cpu.push_back((Now(CLOCK_PROCESS_CPUTIME_ID) - c0) / calls);
+    for (int i = 0; i < calls; ++i) TuttiAllreduce(&x, use_run);
+    f.wall.push_back((Now(CLOCK_MONOTONIC) - t0) / calls);
+    f.cpu.push_back((Now(CLOCK_PROCESS_CPUTIME_ID) - c0) / calls);
+    if (use_run) continue;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = Now(CLOCK_MONOTONIC);
     for (int i = 0; i < calls; ++i) {
@@ -87,25 +102,31 @@ int main(int argc, char** argv) {
     }
     mpi.push_back((Now(CLOCK_MONOTONIC) - t0) / calls);
   }
-  std::vector<double> iso, iso_mpi;
-  for (int i = 0; i < 60; ++i) {
+  std::vector<double> iso_mpi;
+  for (int i = 0; i < 90; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     double t0 = Now(CLOCK_MONOTONIC);
-    TuttiAllreduce(&x);
-    iso.push_back(Now(CLOCK_MONOTONIC) - t0);
-    MPI_Barrier(MPI_COMM_WORLD);
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    t0 = Now(CLOCK_MONOTONIC);
-    MPI_Allreduce(MPI_IN_PLACE, &y, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    iso_mpi.push_back(Now(CLOCK_MONOTONIC) - t0);
+    if (i % 3 == 2) {
+      MPI_Allreduce(MPI_IN_PLACE, &y, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      iso_mpi.push_back(Now(CLOCK_MONOTONIC) - t0);
+    } else {
+      TuttiAllreduce(&x, i % 3 == 1);
+      (i % 3 == 1 ? run : enqueue).iso.push_back(Now(CLOCK_MONOTONIC) - t0);
+    }
   }
   char line[512];
+  for (const auto& [label, f] : {std::make_pair("enqueue", &enqueue), std::make_pair("run", &run)}) {
+    std::snprintf(line, sizeof(line),
+                  "rank %d %-7s: back to back %.1f / %.1f us (median / min), CPU %.1f / %.1f us "
+                  "per call; isolated %.0f / %.0f us\n",
+                  rank, label, Median(f->wall), Min(f->wall), Median(f->cpu), Min(f->cpu),
+                  Median(f->iso), Min(f->iso));
+    std::fputs(line, stdout);
+  }
   std::snprintf(line, sizeof(line),
-                "rank %d: back to back %.1f / %.1f us (median / min), CPU %.1f / %.1f us per call; "
-                "MPI %.1f / %.1f us; isolated %.0f / %.0f us, MPI isolated %.0f / %.0f us\n",
-                rank, Median(wall), Min(wall), Median(cpu), Min(cpu), Median(mpi), Min(mpi),
-                Median(iso), Min(iso), Median(iso_mpi), Min(iso_mpi));
+                "rank %d MPI    : back to back %.1f / %.1f us; isolated %.0f / %.0f us\n", rank,
+                Median(mpi), Min(mpi), Median(iso_mpi), Min(iso_mpi));
   std::fputs(line, stdout);
   tutti_shutdown();
   MPI_Finalize();

@@ -12,11 +12,13 @@
  * TUTTI_C_API_MINOR_VERSION: a plugin built against minor m runs on any core of the
  * same version whose tutti_c_api_minor_version() is >= m.
  *
- * Minor versions: 0 host tensors only; 1 device-aware requests (tutti_enqueue_on_device).
+ * Minor versions: 0 host tensors only; 1 device-aware requests (tutti_enqueue_on_device);
+ * 2 requests run on the calling thread (tutti_run).
  *
  * Threading: every function may be called from any thread. Collective requests
- * are executed by the core's single background thread; their completion
- * callbacks run on that thread and must not block.
+ * are executed by the core's cycles, one at a time: on the core's background thread, or on a
+ * thread inside tutti_run while the background thread is idle. Completion (and allocate)
+ * callbacks run on the thread that runs the cycle and must not block.
  */
 #ifndef TUTTI_C_API_H_
 #define TUTTI_C_API_H_
@@ -28,7 +30,7 @@ extern "C" {
 #endif
 
 #define TUTTI_C_API_VERSION 1
-#define TUTTI_C_API_MINOR_VERSION 1
+#define TUTTI_C_API_MINOR_VERSION 2
 
 #if defined(__GNUC__)
 #define TUTTI_EXPORT __attribute__((visibility("default")))
@@ -87,8 +89,8 @@ typedef struct {
 } tutti_tensor;
 
 /* Completion of an asynchronous request. `message` is NULL on success, else a
- * human-readable reason that is valid only during the call. Runs on the core's
- * background thread; a request refused at enqueue never calls it. */
+ * human-readable reason that is valid only during the call. Runs on the thread
+ * running the core's cycle (see Threading); a request refused at enqueue never calls it. */
 typedef void (*tutti_done_fn)(void* user_data, tutti_status status, const char* message);
 
 /* ---- version and build information ---------------------------------- */
@@ -160,8 +162,8 @@ typedef enum {
 
 /* Allocates output `index` of a request once its shape is known (allgather,
  * alltoall, reducescatter): a C-contiguous host buffer of the request's dtype
- * and `ndim` dimensions `shape`. Runs on the background thread before the
- * collective; returning NULL fails the request. The buffer must stay valid
+ * and `ndim` dimensions `shape`. Runs on the thread running the core's cycle
+ * before the collective; returning NULL fails the request. The buffer must stay valid
  * until `done` has been called. */
 typedef void* (*tutti_allocate_fn)(void* user_data, int32_t index, int32_t ndim,
                                    const int64_t* shape);
@@ -272,6 +274,21 @@ TUTTI_EXPORT tutti_status tutti_enqueue_on_device(const tutti_request* request,
                                                   const tutti_device* device);
 /* Why `name` ("cuda" or "nccl") cannot be used ("" when it can). Valid until the next call. */
 TUTTI_EXPORT const char* tutti_gpu_library_error(const char* name);
+
+/* ---- running a request on the calling thread (minor version 2) ---------------- */
+/* tutti_enqueue, then, when the core's background thread is idle, the calling thread runs the
+ * core's cycles itself until the request is done: a blocking call then costs no hand-off to
+ * the background thread and no wake-ups. Returns as tutti_enqueue does (done is called exactly
+ * once if and only if this returns TUTTI_OK). On TUTTI_OK, *finished (if not NULL) is 1 when
+ * done was called before the return, else 0: the request was left to the background thread
+ * (it was running a cycle, the request did not finish within timeout_seconds (< 0: no limit),
+ * or a CUDA request was ever queued in this session); then wait for done as after
+ * tutti_enqueue. A cycle waits for every rank's next cycle (at most the peers' cycle time,
+ * or the idle tick of 5 ms), so a timeout is noticed within about that. Host tensors only.
+ * Callbacks of every request those cycles complete run on the calling thread: it must not
+ * hold a lock that a callback takes (e.g. Python's GIL, where callbacks are Python). */
+TUTTI_EXPORT tutti_status tutti_run(const tutti_request* request, double timeout_seconds,
+                                    int32_t* finished);
 
 /* ---- observability ---------------------------------------------------------- */
 /* Starts writing a Chrome trace of the core's activity to `path` (rank 0 only;

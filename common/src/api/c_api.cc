@@ -107,6 +107,22 @@ tutti_status EnqueueRequest(const tutti_request& request, const tutti_device* de
   return TUTTI_OK;
 }
 
+// Validates `request` and runs it on the calling thread when the core lets it (Context::Run).
+tutti_status RunRequest(const tutti_request& request, double timeout_seconds,
+                        int32_t* finished) {
+  Status status;
+  std::shared_ptr<Context> context = GetContext(&status);
+  if (!context) return Fail(status);
+  tutti::PendingOp pending;
+  status = tutti::BuildRequest(request, context->topology().rank, context->process_sets(),
+                               &pending);
+  bool done = false;
+  if (status.ok()) status = context->Run(std::move(pending), timeout_seconds, &done);
+  if (!status.ok()) return Fail(status);
+  if (finished != nullptr) *finished = done ? 1 : 0;
+  return TUTTI_OK;
+}
+
 // Topology getters share this: -1 with the last error set before init.
 template <typename Getter>
 int TopologyValue(Getter getter) {
@@ -258,6 +274,12 @@ tutti_status tutti_allreduce_async(const char* name, const tutti_tensor* input,
 tutti_status tutti_enqueue(const tutti_request* request) {
   if (request == nullptr) return Fail(Status::InvalidArgument("tutti_enqueue: request is NULL"));
   return EnqueueRequest(*request);
+}
+
+tutti_status tutti_run(const tutti_request* request, double timeout_seconds,
+                       int32_t* finished) {
+  if (request == nullptr) return Fail(Status::InvalidArgument("tutti_run: request is NULL"));
+  return RunRequest(*request, timeout_seconds, finished);
 }
 
 tutti_status tutti_enqueue_on_device(const tutti_request* request, const tutti_device* device) {

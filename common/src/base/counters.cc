@@ -14,6 +14,7 @@ const char* const kCounterNames[kCounterCount] = {
     "fused_bytes",
     "allreduce_bytes",
     "stall_warnings",
+    "caller_cycles",
     "cycle_time_us",
     "fusion_threshold_bytes",
     "cache_enabled",

@@ -20,6 +20,7 @@ enum Counter : int {
   kFusedBytes,          // bytes of those tensors
   kAllreduceBytes,      // bytes of every allreduced tensor
   kStallWarnings,       // stall reports logged
+  kCallerCycles,        // cycles run by a thread inside tutti_run, not the core's thread
   // Settings in force (gauges).
   kCycleTimeMicros,
   kFusionThresholdBytes,

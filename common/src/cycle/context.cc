@@ -100,6 +100,8 @@ Context::Context(const Config& config, std::unique_ptr<Transport> transport)
   counters_.Set(kCycleTimeMicros, static_cast<int64_t>(cycle_time_ms_ * 1000));
   counters_.Set(kFusionThresholdBytes, fusion_threshold_);
   counters_.Set(kCacheEnabled, cache_.enabled() ? 1 : 0);
+  // The first cycle waits one period, like every later one, unless requests come first.
+  last_cycle_start_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 Context::~Context() { Shutdown(); }
@@ -125,14 +127,49 @@ void Context::Shutdown() {
 
 Status Context::Enqueue(PendingOp op) {
   op.enqueued = Clock::now();
+  const bool on_device = op.device.on_device();
   Status s = queue_.Enqueue(std::move(op));
   if (!s.ok()) return s;
+  if (on_device) device_requests_seen_.store(true, std::memory_order_relaxed);
+  Wake();
+  return Status::OK();
+}
+
+void Context::Wake() {
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     has_new_requests_ = true;
   }
   new_requests_hint_.store(true, std::memory_order_release);
   if (sleeping_.load(std::memory_order_acquire)) wake_.notify_one();
+}
+
+Status Context::Run(PendingOp op, double timeout_seconds, bool* finished) {
+  *finished = false;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  op.finished = done;
+  op.enqueued = Clock::now();
+  if (op.device.on_device()) device_requests_seen_.store(true, std::memory_order_relaxed);
+  Status s = queue_.Enqueue(std::move(op));
+  if (!s.ok()) return s;
+  {
+    // Device requests may need the core's thread (its CUDA context); a busy background thread
+    // already runs cycles, and waiting for it to finish one gains nothing: hand over.
+    std::unique_lock<std::mutex> cycle(cycle_mutex_, std::try_to_lock);
+    if (cycle.owns_lock() && !loop_over_ &&
+        !device_requests_seen_.load(std::memory_order_relaxed)) {
+      const auto start = Clock::now();
+      const auto limit = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(timeout_seconds < 0 ? 0 : timeout_seconds));
+      while (!done->load(std::memory_order_acquire)) {
+        counters_.Add(kCallerCycles);
+        if (!RunCycle()) break;  // the background thread tears down (woken below)
+        if (timeout_seconds >= 0 && Clock::now() - start >= limit) break;
+      }
+    }
+  }
+  *finished = done->load(std::memory_order_acquire);
+  if (!*finished) Wake();
   return Status::OK();
 }
 
@@ -143,11 +180,25 @@ Status Context::StartTimeline(const std::string& path) {
 
 void Context::StopTimeline() { timeline_.Stop(); }
 
-void Context::WaitForCycle(Clock::time_point last_start) {
+Context::Clock::duration Context::Period() {
+  // Alone, nobody waits for us: the period only bounds how long a missed wake-up could delay
+  // a request. New requests start a cycle at once, so an isolated request never waits for a
+  // tick; requests already in flight wait for the other ranks: look again after the cycle
+  // time. An idle job's tick only serves ranks with nothing of their own to submit (members
+  // of other process sets' collectives) and the shutdown handshake.
+  if (topology_.size == 1) return std::chrono::milliseconds(100);
+  if (busy_anywhere_.load(std::memory_order_relaxed) || !queue_.Empty()) {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(cycle_time_ms_.load()));
+  }
+  return kIdleTick;
+}
+
+void Context::WaitForCycle() {
   // Right after a cycle that did work, the next request usually follows within
   // microseconds (the caller waited for this one): look for it for a short while, yielding
   // the CPU, before paying for a sleep and a wake-up (~40 us each way on small VMs).
-  if (spin_before_sleep_ && last_cycle_worked_) {
+  if (spin_before_sleep_ && last_cycle_worked_.load(std::memory_order_relaxed)) {
     const auto until = Clock::now() + kPollAfterWork;
     while (!new_requests_hint_.load(std::memory_order_acquire) && Clock::now() < until) {
       sched_yield();
@@ -156,36 +207,40 @@ void Context::WaitForCycle(Clock::time_point last_start) {
   std::unique_lock<std::mutex> lock(wake_mutex_);
   auto wake_now = [this] { return has_new_requests_ || stop_requested_; };
   sleeping_.store(true, std::memory_order_seq_cst);
-  if (topology_.size == 1) {
-    // Nobody to wait for: run as soon as there is work. The timeout only bounds how long a
-    // missed wake-up could delay us.
-    wake_.wait_for(lock, std::chrono::milliseconds(100), wake_now);
-  } else {
-    // New requests start a cycle at once, so an isolated request never waits for a tick.
-    // Requests already in flight wait for the other ranks: look again after the cycle time.
-    const bool busy = busy_anywhere_ || !queue_.Empty();
-    const auto period = busy ? std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double, std::milli>(cycle_time_ms_))
-                             : std::chrono::duration_cast<Clock::duration>(kIdleTick);
-    wake_.wait_until(lock, last_start + period, wake_now);
-  }
+  const Clock::time_point last_start(
+      Clock::duration(last_cycle_start_.load(std::memory_order_relaxed)));
+  wake_.wait_until(lock, last_start + Period(), wake_now);
   sleeping_.store(false, std::memory_order_relaxed);
   has_new_requests_ = false;
   new_requests_hint_.store(false, std::memory_order_relaxed);
 }
 
-void Context::Loop() {
-  Status reason = Status::Aborted(kShutDownMessage);
-  auto cycle_start = Clock::now();
-  while (true) {
-    WaitForCycle(cycle_start);
-    cycle_start = Clock::now();
-    if (!RunCycle(&reason)) break;
+bool Context::CycleDue() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    if (stop_requested_) return true;
   }
+  if (queue_.HasNew()) return true;
+  const Clock::time_point last_start(
+      Clock::duration(last_cycle_start_.load(std::memory_order_relaxed)));
+  return Clock::now() >= last_start + Period();
+}
+
+void Context::Loop() {
+  std::unique_lock<std::mutex> cycle(cycle_mutex_, std::defer_lock);
+  end_reason_ = Status::Aborted(kShutDownMessage);
+  while (true) {
+    WaitForCycle();
+    cycle.lock();
+    if (loop_over_) break;
+    if (CycleDue() && !RunCycle()) break;
+    cycle.unlock();
+  }
+  // Still holding the cycle mutex: callers see loop_over_ and run no more cycles.
   // After a transport failure, tell every peer now (closed connections, shared abort word):
   // a survivor must get an error promptly, not wait out its timeout.
   if (!transport_failure_.ok()) transport_->Abort();
-  for (const PendingOp& op : queue_.Close(reason)) Complete(op, reason);
+  for (const PendingOp& op : queue_.Close(end_reason_)) Complete(op, end_reason_);
   timeline_.Flush(true);
 }
 
@@ -222,7 +277,7 @@ Status Context::AgreeFlags(CycleFlags* agreed) {
   Status s = transport_->AgreeFlags(&words);
   if (!s.ok()) return s;
   *agreed = DecodeAgreedFlags(words, slots);
-  busy_anywhere_ = agreed->busy;
+  busy_anywhere_.store(agreed->busy, std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -270,21 +325,25 @@ void Context::Announce(ResponseList* responses) {
   tuning_to_announce_.clear();
 }
 
-bool Context::RunCycle(Status* reason) {
+bool Context::RunCycle() {
   counters_.Add(kCycles);
   const auto cycle_start = Clock::now();
+  last_cycle_start_.store(cycle_start.time_since_epoch().count(), std::memory_order_relaxed);
   CycleFlags agreed;
   Agreement agreement;
   Status s = AgreeFlags(&agreed);
   if (s.ok()) s = Negotiate(agreed, &agreement);
   if (!s.ok()) {
-    *reason = Status::Aborted("tutti's " + std::string(transport_name_) +
-                              " transport failed during negotiation: " + s.message());
-    transport_failure_ = *reason;
+    end_reason_ = Status::Aborted("tutti's " + std::string(transport_name_) +
+                                  " transport failed during negotiation: " + s.message());
+    transport_failure_ = end_reason_;
+    loop_over_ = true;
     return false;
   }
   Execute(agreement, cycle_start, Clock::now());
-  return Continues(agreement.negotiated, reason);
+  if (Continues(agreement.negotiated, &end_reason_)) return true;
+  loop_over_ = true;
+  return false;
 }
 
 void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
@@ -317,7 +376,7 @@ void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
     w.have_op = queue_.Take(w.name, &w.op);
     order.push_back(&w);
   }
-  last_cycle_worked_ = !order.empty();
+  last_cycle_worked_.store(!order.empty(), std::memory_order_relaxed);
   ExecuteAll(order, negotiated_at);
   UpdateCache(order);
   if (autotune_) SampleAutotune(order);

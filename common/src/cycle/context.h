@@ -1,6 +1,11 @@
 // The core's state between init and shutdown: the transport, the request queue and the
 // background thread that negotiates and executes requests.
 //
+// Cycles run one at a time under cycle_mutex_, on the background thread or, through Run(), on
+// a thread that submitted a blocking request while the background thread was idle: that
+// caller then negotiates and executes its own request (and whatever else the cycle agrees)
+// without a hand-off or a wake-up. Every field marked "cycle only" is guarded by the mutex.
+//
 // Each cycle reads flags -> negotiate -> execute. It opens with one bitwise AND across ranks
 // (cycle_flags.h): which response cache entries every rank has ready (those run without the
 // coordinator, cache_coordination.h) and whether anyone needs a full negotiation (new or
@@ -52,6 +57,12 @@ class Context {
   // Queues a request; `op.done` is called exactly once if this returns OK.
   Status Enqueue(PendingOp op);
 
+  // Enqueue, then runs cycles on the calling thread until the request is done, when the
+  // background thread is idle and no device request was ever queued. *finished: whether done
+  // was called before the return; if not, the request was left to the background thread
+  // (busy, or not done within timeout_seconds; < 0: no limit).
+  Status Run(PendingOp op, double timeout_seconds, bool* finished);
+
   // Collective over every rank: registers a process set (blocking until every rank did, or
   // until the configured timeout) and writes its id.
   Status AddProcessSet(const std::vector<int32_t>& ranks, int32_t* id);
@@ -90,11 +101,19 @@ class Context {
   Context(const Config& config, std::unique_ptr<Transport> transport);
 
   void Loop();
-  // Waits until the next cycle should start.
-  void WaitForCycle(Clock::time_point last_start);
-  // One cycle: flags, then negotiation (cache and, when needed, the coordinator), then
-  // execution; false when the loop must end (*reason says why).
-  bool RunCycle(Status* reason);
+  // Waits until the next cycle may be due: new requests, a stop, or the period since the
+  // last cycle (whoever ran it) has passed.
+  void WaitForCycle();
+  // Whether the background thread should run a cycle now (cycle mutex held): callers may
+  // have run one since it went to sleep.
+  bool CycleDue();
+  Clock::duration Period();
+  // Tells the background thread about new requests (and wakes it if it sleeps).
+  void Wake();
+  // One cycle (cycle mutex held): flags, then negotiation (cache and, when needed, the
+  // coordinator), then execution; false when the loop must end (end_reason_ says why, and
+  // loop_over_ is set).
+  bool RunCycle();
   // 1. Flags: sorts new requests and agrees with every rank on the cycle's flags.
   Status AgreeFlags(CycleFlags* agreed);
   CycleFlags MyFlags(SlotBits invalidate);
@@ -133,13 +152,20 @@ class Context {
   std::mutex process_set_calls_mutex_;
   int64_t process_set_calls_ = 0;  // names each add/remove call; guarded by the mutex
 
-  // Background thread only.
+  // Cycle only (guarded by cycle_mutex_).
+  std::mutex cycle_mutex_;
+  bool loop_over_ = false;  // a cycle ended the loop; the background thread tears down
+  Status end_reason_;       // why, for the requests still pending
   CacheCoordination cache_;
   StallInspector stall_inspector_;  // used on rank 0 only
-  double cycle_time_ms_;
+  std::atomic<double> cycle_time_ms_;  // also read by the background thread's sleep
   int64_t fusion_threshold_;
   bool joined_here_ = false;
-  bool busy_anywhere_ = false;
+  // Written by cycles, read by the background thread while it decides how long to sleep.
+  std::atomic<bool> busy_anywhere_{false};
+  std::atomic<bool> last_cycle_worked_{false};
+  std::atomic<Clock::rep> last_cycle_start_{0};
+  std::atomic<bool> device_requests_seen_{false};  // Run() then leaves requests to the thread
   std::unique_ptr<AutotuneSession> autotune_;  // rank 0 with TUTTI_AUTOTUNE=1
   std::vector<double> tuning_to_announce_;
 
@@ -151,7 +177,6 @@ class Context {
   std::atomic<bool> new_requests_hint_{false};
   std::atomic<bool> sleeping_{false};
   bool spin_before_sleep_ = false;  // ranks fit the CPUs: polling briefly is cheap
-  bool last_cycle_worked_ = false;
   bool stop_requested_ = false;    // guarded by wake_mutex_
   // A collective failed in the transport (a peer died or stopped answering): this generation
   // of the job is over; the loop ends after the cycle and aborts the transport.

@@ -40,6 +40,11 @@ bool RequestQueue::Empty() {
   return in_flight_.empty();
 }
 
+bool RequestQueue::HasNew() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !new_names_.empty();
+}
+
 std::vector<PendingOp> RequestQueue::Close(const Status& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   closed_ = true;

@@ -3,8 +3,10 @@
 #ifndef TUTTI_SRC_REQUEST_QUEUE_H_
 #define TUTTI_SRC_REQUEST_QUEUE_H_
 
+#include <atomic>
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -42,9 +44,14 @@ struct PendingOp {
   void* user_data = nullptr;
   std::chrono::steady_clock::time_point enqueued;  // for the timeline
   DeviceSpec device;
+  // Set once done has been called: how a caller running cycles itself (Context::Run) knows
+  // its request finished. Shared, because the caller may leave the request to the core's
+  // thread and return before it does.
+  std::shared_ptr<std::atomic<bool>> finished;
 
   void Complete(const Status& status) const {
     done(user_data, status.code(), status.ok() ? nullptr : status.message().c_str());
+    if (finished) finished->store(true, std::memory_order_release);
   }
 };
 
@@ -62,6 +69,9 @@ class RequestQueue {
 
   // Whether no request is in flight.
   bool Empty();
+
+  // Whether requests were enqueued since the last TakeNew().
+  bool HasNew();
 
   // Refuses further requests with `reason` and returns all requests still in flight.
   std::vector<PendingOp> Close(const Status& reason);

@@ -3,6 +3,10 @@
 //   enqueue(...) -> handle     any collective (allreduce, allgather, broadcast, alltoall,
 //                              reducescatter, barrier, join), single or grouped, as one
 //                              tutti_request: one crossing into the core per call
+//   run(..., timeout) -> handle
+//                              the same for a caller about to wait: through tutti_run, so
+//                              a host request usually completes on this thread (up to
+//                              timeout_seconds) without a hand-off to the core's thread
 //   poll(handle) -> bool       whether the request is done
 //   wait(handle, timeout) -> (done, outputs, ints)
 //                              waits up to timeout_seconds (negative: no limit); once done,
@@ -44,11 +48,12 @@ void AddTensors(at::TensorList tensors, const std::string& what, const char* rol
 
 // collective: tutti_collective; name: the request's name (tutti.common.naming names
 // unnamed requests); kind: the call, for messages; outputs: None when the core allocates
-// them; splits: alltoall's rows for each rank of the set.
-int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind,
-                int64_t process_set, at::TensorList inputs, c10::optional<at::TensorList> outputs,
-                int64_t op, double prescale, double postscale, int64_t root_rank,
-                c10::optional<at::IntArrayRef> splits) {
+// them; splits: alltoall's rows for each rank of the set. run_seconds >= 0: the caller waits
+// next, so a host request goes through tutti_run for up to that long.
+int64_t Submit(int64_t collective, c10::string_view name, c10::string_view kind,
+               int64_t process_set, at::TensorList inputs, c10::optional<at::TensorList> outputs,
+               int64_t op, double prescale, double postscale, int64_t root_rank,
+               c10::optional<at::IntArrayRef> splits, double run_seconds) {
   std::string what(kind);
   auto request = std::make_shared<Request>();
   AddTensors(inputs, what, "input", &request->inputs);
@@ -109,13 +114,36 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
   // Registered first: the core may complete the request before tutti_enqueue returns.
   RequestTable& table = RequestTable::Instance();
   int64_t handle = table.Add(request);
-  tutti_status status = EnqueueOn(r, *request->device);
+  tutti_status status;
+  if (run_seconds >= 0 && !request->device->on_device()) {
+    // torch.ops calls run without the GIL, so the cycles may run other frontends' Python
+    // callbacks (tutti.numpy's allocate) on this thread.
+    status = tutti_run(&r, run_seconds, nullptr);
+  } else {
+    status = EnqueueOn(r, *request->device);
+  }
   if (status != TUTTI_OK) {
     std::string message = tutti_last_error();
     table.Take(handle);
     Fail(status, message);
   }
   return handle;
+}
+
+int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind,
+                int64_t process_set, at::TensorList inputs, c10::optional<at::TensorList> outputs,
+                int64_t op, double prescale, double postscale, int64_t root_rank,
+                c10::optional<at::IntArrayRef> splits) {
+  return Submit(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
+                root_rank, splits, -1.0);
+}
+
+int64_t Run(int64_t collective, c10::string_view name, c10::string_view kind,
+            int64_t process_set, at::TensorList inputs, c10::optional<at::TensorList> outputs,
+            int64_t op, double prescale, double postscale, int64_t root_rank,
+            c10::optional<at::IntArrayRef> splits, double timeout_seconds) {
+  return Submit(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
+                root_rank, splits, timeout_seconds < 0 ? 0.0 : timeout_seconds);
 }
 
 bool Poll(int64_t handle) {
@@ -151,6 +179,10 @@ TORCH_LIBRARY(tutti, m) {
         " Tensor[]? outputs, int op, float prescale, float postscale, int root_rank,"
         " int[]? splits) -> int",
         &tutti_torch::Enqueue);
+  m.def("run(int collective, str name, str kind, int process_set, Tensor[] inputs,"
+        " Tensor[]? outputs, int op, float prescale, float postscale, int root_rank,"
+        " int[]? splits, float timeout_seconds) -> int",
+        &tutti_torch::Run);
   m.def("poll(int handle) -> bool", &tutti_torch::Poll);
   m.def("wait(int handle, float timeout_seconds=-1.0) -> (bool, Tensor[], int[])",
         &tutti_torch::Wait);

@@ -11,6 +11,8 @@
   stalldie  rank 1 never submits 'late'; the others get an error (stall shutdown time set)
   forever   allreduce until killed (the timeline must stay valid JSON)
   autotune  allreduce steps until rank 0's autotune converges; all ranks agree on the setting
+  caller    blocking calls back to back (named and unnamed, allreduce, allgather, broadcast):
+            right results, and cycles ran on the calling thread (tutti_run)
 
 Each rank prints "rank R: ok" when its checks pass, and an assertion error otherwise.
 """
@@ -164,6 +166,22 @@ def autotune(rank, size):
         say("rank 0: setting %s after %d samples" % (mine.tolist(), c["autotune_samples"]))
 
 
+def caller(rank, size):
+    before = hvd.counters()["caller_cycles"]
+    for step in range(100):
+        x = np.full(3, float(rank + step), np.float32)
+        name = "caller" if step % 2 else None  # cached, and negotiated every time
+        check_sum(hvd.allreduce_(x, name=name, op=hvd.Sum),
+                  sum(r + step for r in range(size)), "allreduce %d" % step)
+        gathered = hvd.allgather(np.full(rank + 1, rank, np.int64))
+        assert gathered.tolist() == [r for r in range(size) for _ in range(r + 1)], gathered
+        assert hvd.broadcast(np.full(2, rank + step, np.int32), step % size).tolist() == \
+            [step % size + step] * 2
+    ran = hvd.counters()["caller_cycles"] - before
+    assert ran > 0, "no cycle ran on the calling thread"
+    say("rank %d: %d cycles ran on the calling thread" % (rank, ran))
+
+
 def main():
     scenario = sys.argv[1]
     hvd.init()
@@ -186,6 +204,8 @@ def main():
             hvd.allreduce(np.ones(16, np.float32), name="forever")
     elif scenario == "autotune":
         autotune(rank, size)
+    elif scenario == "caller":
+        caller(rank, size)
     else:
         raise SystemExit("unknown scenario %r" % scenario)
     say("rank %d: ok" % rank)

@@ -11,8 +11,11 @@ import sys
 import threading
 import time
 
+import numpy
 import torch
 
+import tutti.common
+import tutti.numpy
 import tutti.torch as hvd
 
 failures = []
@@ -180,6 +183,64 @@ def waiting_releases_the_gil():
            % (waited, waiting_rate, sleeping_rate))
 
 
+def blocking_calls_run_on_the_caller():
+    """Synchronous calls go through tutti_run: back to back, their cycles run on the
+    calling thread (the core's counter says so); while one waits for a late peer, other
+    Python threads run; and a cycle the caller runs may complete another thread's
+    tutti.numpy allgather, whose Python allocate callback then runs beside it."""
+    before = tutti.common.counters()["caller_cycles"]
+    for i in range(50):
+        hvd.allreduce_(torch.ones(1), name="b2b.%d" % i, op=hvd.Sum)
+    ran = tutti.common.counters()["caller_cycles"] - before
+    report("blocking_calls_run_cycles_here", ran > 0, "%d cycles on this thread" % ran)
+
+    ticks = [0]
+    stop = threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    hvd.allreduce(torch.ones(1), name="run.gil.start")
+    if hvd.rank() == 1:
+        time.sleep(1.5)
+        hvd.allreduce(torch.ones(2), name="run.gil", op=hvd.Sum)
+    else:
+        counter = threading.Thread(target=count)
+        counter.start()
+        start, before = time.monotonic(), ticks[0]
+        time.sleep(0.3)
+        sleeping_rate = (ticks[0] - before) / (time.monotonic() - start)
+        start, before = time.monotonic(), ticks[0]
+        result = hvd.allreduce(torch.ones(2), name="run.gil", op=hvd.Sum)
+        waited = time.monotonic() - start
+        waiting_rate = (ticks[0] - before) / waited
+        stop.set()
+        counter.join()
+        report("blocking_call_releases_the_gil",
+               torch.equal(result, torch.full((2,), 2.0)) and waited > 0.5
+               and waiting_rate > 0.2 * sleeping_rate,
+               "waited %.2f s; %.0f ticks/s while waiting, %.0f while sleeping"
+               % (waited, waiting_rate, sleeping_rate))
+
+    gathered = []
+
+    def numpy_allgathers():
+        for i in range(20):
+            handle = tutti.numpy.allgather_async(numpy.full(2, hvd.rank(), numpy.int32),
+                                                 name="mixed.np.%d" % i)
+            gathered.append(tutti.numpy.synchronize(handle).tolist())
+
+    other = threading.Thread(target=numpy_allgathers)
+    other.start()
+    sums = [hvd.allreduce(torch.ones(1), name="mixed.torch.%d" % i, op=hvd.Sum).item()
+            for i in range(20)]
+    other.join(60)
+    report("numpy_beside_blocking_torch",
+           not other.is_alive() and sums == [2.0] * 20 and gathered == [[0, 0, 1, 1]] * 20,
+           "alive %s, sums %s, gathered %s" % (other.is_alive(), sums[:3], gathered[:3]))
+
+
 def main():
     hvd.init()
     RANK.append(hvd.rank())
@@ -189,6 +250,7 @@ def main():
     grouped_calls_are_one_request()
     misused_handles()
     waiting_releases_the_gil()
+    blocking_calls_run_on_the_caller()
     handle = hvd.allreduce_async(torch.ones(1), name="once")
     hvd.synchronize(handle)
     expect("synchronize_twice", hvd.InvalidArgumentError, lambda: hvd.synchronize(handle),

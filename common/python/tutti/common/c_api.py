@@ -10,7 +10,7 @@ import enum
 
 # TUTTI_C_API_VERSION and TUTTI_C_API_MINOR_VERSION of the header this package is written for.
 C_API_VERSION = 1
-C_API_MINOR_VERSION = 1
+C_API_MINOR_VERSION = 2
 
 # TUTTI_GLOBAL_PROCESS_SET: the id of the set of every rank.
 GLOBAL_PROCESS_SET = 0

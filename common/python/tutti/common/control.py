@@ -20,9 +20,8 @@ def poll(handle):
 
 def barrier(process_set=global_process_set):
     """Returns once every rank of `process_set` has called barrier()."""
-    handle = requests.submit(core.BARRIER, "barrier", None, process_set, [],
-                             lambda allocated: None)
-    return synchronize(handle)
+    return requests.run_blocking(requests.submit, core.BARRIER, "barrier", None, process_set,
+                                 [], lambda allocated: None)
 
 
 def join():

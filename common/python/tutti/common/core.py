@@ -133,6 +133,9 @@ _SIGNATURES = {
     "tutti_enqueue": (ctypes.c_int, [ctypes.POINTER(Request)]),
     "tutti_c_api_minor_version": (ctypes.c_int, []),
     "tutti_enqueue_on_device": (ctypes.c_int, [ctypes.POINTER(Request), ctypes.POINTER(Device)]),
+    "tutti_run": (
+        ctypes.c_int, [ctypes.POINTER(Request), ctypes.c_double, ctypes.POINTER(ctypes.c_int32)],
+    ),
     "tutti_gpu_library_error": (ctypes.c_char_p, [ctypes.c_char_p]),
     "tutti_add_process_set": (
         ctypes.c_int,

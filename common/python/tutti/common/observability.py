@@ -25,7 +25,8 @@ def stop_timeline():
 def counters():
     """The core's counters since init(), as a dict: cycles, negotiations, cache_hits,
     cache_misses, cache_invalidations, requests_done, allreduce_collectives, fused_tensors,
-    fused_bytes, allreduce_bytes, stall_warnings, and the settings in force
+    fused_bytes, allreduce_bytes, stall_warnings, caller_cycles (cycles run by a blocking
+    call on its own thread), and the settings in force
     (cycle_time_us, fusion_threshold_bytes, cache_enabled, autotune_samples,
     autotune_converged)."""
     count = core.lib.tutti_counter_count()

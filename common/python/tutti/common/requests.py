@@ -9,6 +9,7 @@ process set's id from tutti.common.process_sets, completion from tutti.common.ha
 
 import ctypes
 import numbers
+import threading
 
 import numpy
 
@@ -89,6 +90,26 @@ def _views(arrays):
 
 _NO_ALLOCATE = core.ALLOCATE_FN()  # a NULL allocate callback: outputs are given
 
+# Set by run_blocking() while its call submits: that request goes through tutti_run.
+_this_thread = threading.local()
+
+# How long tutti_run may run cycles on the caller before leaving the request to the core's
+# thread: the same slice as Handle.wait's, so that Ctrl-C is noticed as soon.
+_RUN_SLICE_SECONDS = 0.2
+
+
+def run_blocking(start, *args):
+    """`start(*args).wait()` for a caller that waits right away: the one request start()
+    submits goes through tutti_run, so while the core's thread is idle the cycles that
+    negotiate and execute it run on this thread (with the GIL released), without a
+    hand-off to the core's thread or a wake-up of either."""
+    _this_thread.blocking = True
+    try:
+        handle = start(*args)
+    finally:
+        _this_thread.blocking = False
+    return handle.wait()
+
 
 def _address(array):
     try:  # the cheapest way to an array's address; writable arrays only
@@ -135,6 +156,9 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
     keepalive = (inputs, outputs, splits, received_splits, result,
                  input_views, input_shapes, output_views, output_shapes)
 
+    blocking = getattr(_this_thread, "blocking", False)
+    _this_thread.blocking = False  # only the call's own request
+
     def enqueue(user_data):
         request = core.Request(
             name=name.encode(),
@@ -154,6 +178,8 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
             done=handles.ON_DONE,
             user_data=user_data,
         )
+        if blocking:
+            return core.lib.tutti_run(ctypes.byref(request), _RUN_SLICE_SECONDS, None)
         return core.lib.tutti_enqueue(ctypes.byref(request))
 
     output_dtypes = [a.dtype for a in inputs] if allocates else ()

@@ -3,7 +3,6 @@
 import numpy
 
 from tutti.common import core, process_sets, requests
-from tutti.common.control import synchronize
 from tutti.common.exceptions import InvalidArgumentError
 from tutti.common.process_sets import global_process_set
 
@@ -28,7 +27,7 @@ def allgather_async(array, name=None, process_set=global_process_set):
 def allgather(array, name=None, process_set=global_process_set):
     """Concatenates the arrays of every rank of `process_set` along the first dimension,
     in rank order. The first dimension may differ between ranks; the others must agree."""
-    return synchronize(allgather_async(array, name, process_set))
+    return requests.run_blocking(allgather_async, array, name, process_set)
 
 
 def grouped_allgather_async(arrays, name=None, process_set=global_process_set):
@@ -40,7 +39,7 @@ def grouped_allgather_async(arrays, name=None, process_set=global_process_set):
 
 def grouped_allgather(arrays, name=None, process_set=global_process_set):
     """Allgathers a list of arrays as one request; returns a list of arrays."""
-    return synchronize(grouped_allgather_async(arrays, name, process_set))
+    return requests.run_blocking(grouped_allgather_async, arrays, name, process_set)
 
 
 # ---- broadcast ----
@@ -67,12 +66,12 @@ def broadcast_async_(array, root_rank, name=None, process_set=global_process_set
 def broadcast(array, root_rank, name=None, process_set=global_process_set):
     """Returns a copy of the array of global rank `root_rank` (a member of `process_set`, as
     in Horovod) on every rank of the set. Every rank passes an array of the same shape and dtype."""
-    return synchronize(broadcast_async(array, root_rank, name, process_set))
+    return requests.run_blocking(broadcast_async, array, root_rank, name, process_set)
 
 
 def broadcast_(array, root_rank, name=None, process_set=global_process_set):
     """Like broadcast(), but writes into `array` and returns it."""
-    return synchronize(broadcast_async_(array, root_rank, name, process_set))
+    return requests.run_blocking(broadcast_async_, array, root_rank, name, process_set)
 
 
 # ---- alltoall ----
@@ -114,4 +113,4 @@ def alltoall(array, splits=None, name=None, process_set=global_process_set):
 
     splits: the number of rows for each rank of the set; None splits the first dimension
     into equal parts (it must then divide by the set's size)."""
-    return synchronize(alltoall_async(array, splits, name, process_set))
+    return requests.run_blocking(alltoall_async, array, splits, name, process_set)

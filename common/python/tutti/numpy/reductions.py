@@ -4,7 +4,6 @@ import numpy
 
 from tutti.common import adasum, core, requests
 from tutti.common.basics import Average
-from tutti.common.control import synchronize
 from tutti.common.process_sets import global_process_set
 
 
@@ -56,15 +55,15 @@ def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_facto
     the reduction and postscale_factor the result after it. `name` identifies the request
     across ranks; when omitted, requests are numbered in call order.
     """
-    return synchronize(allreduce_async(array, op, name, prescale_factor, postscale_factor,
-                                       process_set))
+    return requests.run_blocking(allreduce_async, array, op, name, prescale_factor,
+                                 postscale_factor, process_set)
 
 
 def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Like allreduce(), but writes the result into `array` and returns it."""
-    return synchronize(allreduce_async_(array, op, name, prescale_factor, postscale_factor,
-                                        process_set))
+    return requests.run_blocking(allreduce_async_, array, op, name, prescale_factor,
+                                 postscale_factor, process_set)
 
 
 # ---- grouped allreduce ----
@@ -92,15 +91,15 @@ def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0,
                       postscale_factor=1.0, process_set=global_process_set):
     """Allreduces a list of arrays as one request; returns a list of new arrays."""
-    return synchronize(grouped_allreduce_async(arrays, op, name, prescale_factor,
-                                               postscale_factor, process_set))
+    return requests.run_blocking(grouped_allreduce_async, arrays, op, name, prescale_factor,
+                                 postscale_factor, process_set)
 
 
 def grouped_allreduce_(arrays, op=Average, name=None, prescale_factor=1.0,
                        postscale_factor=1.0, process_set=global_process_set):
     """Like grouped_allreduce(), but writes into the given arrays and returns them."""
-    return synchronize(grouped_allreduce_async_(arrays, op, name, prescale_factor,
-                                                postscale_factor, process_set))
+    return requests.run_blocking(grouped_allreduce_async_, arrays, op, name, prescale_factor,
+                                 postscale_factor, process_set)
 
 
 # ---- reducescatter ----
@@ -118,8 +117,8 @@ def reducescatter(array, op=Average, name=None, prescale_factor=1.0, postscale_f
     """Reduces `array` over the ranks of `process_set` and returns this rank's part of the
     result along the first dimension. With n rows and k ranks, the first n % k ranks get
     n // k + 1 rows and the others n // k."""
-    return synchronize(reducescatter_async(array, op, name, prescale_factor, postscale_factor,
-                                           process_set))
+    return requests.run_blocking(reducescatter_async, array, op, name, prescale_factor,
+                                 postscale_factor, process_set)
 
 
 def grouped_reducescatter_async(arrays, op=Average, name=None, prescale_factor=1.0,
@@ -134,5 +133,5 @@ def grouped_reducescatter_async(arrays, op=Average, name=None, prescale_factor=1
 def grouped_reducescatter(arrays, op=Average, name=None, prescale_factor=1.0,
                           postscale_factor=1.0, process_set=global_process_set):
     """Reducescatters a list of arrays as one request; returns this rank's parts."""
-    return synchronize(grouped_reducescatter_async(arrays, op, name, prescale_factor,
-                                                   postscale_factor, process_set))
+    return requests.run_blocking(grouped_reducescatter_async, arrays, op, name, prescale_factor,
+                                 postscale_factor, process_set)

@@ -11,8 +11,8 @@ from .requests import poll, synchronize  # noqa: F401  (public here, see request
 
 def barrier(process_set=global_process_set):
     """Returns once every rank of `process_set` has called barrier()."""
-    return requests.synchronize(requests.submit(
-        Collective.BARRIER, "barrier", None, process_set, [], lambda results, extra: None))
+    return requests.run_blocking(requests.submit, Collective.BARRIER, "barrier", None,
+                                 process_set, [], lambda results, extra: None)
 
 
 def join(device=-1):
@@ -24,8 +24,7 @@ def join(device=-1):
     Afterwards every rank numbers its unnamed requests from 0 again, so that ranks which
     made different numbers of calls before join() agree on the names of the next ones.
     device is accepted for Horovod compatibility (join itself moves no tensors)."""
-    last = requests.synchronize(requests.submit(
-        Collective.JOIN, "join", None, global_process_set, [],
-        lambda results, extra: int(extra[0])))
+    last = requests.run_blocking(requests.submit, Collective.JOIN, "join", None,
+                                 global_process_set, [], lambda results, extra: int(extra[0]))
     naming.restart_numbering()
     return last

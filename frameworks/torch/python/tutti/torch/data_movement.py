@@ -9,7 +9,7 @@ from tutti.common.process_sets import even_splits, global_process_set
 
 from . import requests
 from .reductions import _allreduce_async
-from .requests import synchronize
+from .requests import run_blocking, synchronize
 
 # ---- allgather ----
 
@@ -38,10 +38,10 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
 def _own_rows(grads, rows, process_set):
     """The gradient of an allgather for this rank: the average over the ranks of the
     output gradients, restricted to the rows this rank contributed."""
-    reduced = synchronize(_allreduce_async(list(grads), "grouped_allreduce", None, Average,
-                                           1.0, 1.0, process_set, False, True))
-    counts = synchronize(_allgather_async([torch.tensor(rows, dtype=torch.int64)],
-                                          "allgather", None, process_set, False))
+    reduced = run_blocking(_allreduce_async, list(grads), "grouped_allreduce", None, Average, 1.0,
+                           1.0, process_set, False, True)
+    counts = run_blocking(_allgather_async, [torch.tensor(rows, dtype=torch.int64)], "allgather",
+                          None, process_set, False)
     counts = counts.view(-1, len(rows))
     rank = (process_set or global_process_set).rank()
     offsets = counts[:rank].sum(dim=0).tolist()
@@ -54,8 +54,7 @@ class _Allgather(torch.autograd.Function):
         ctx.process_set = process_set
         ctx.rows = [t.shape[0] if t.dim() > 0 else 1 for t in tensors]
         kind = "grouped_allgather" if len(tensors) > 1 else "allgather"
-        return tuple(synchronize(_allgather_async(list(tensors), kind, name, process_set,
-                                                  True)))
+        return tuple(run_blocking(_allgather_async, list(tensors), kind, name, process_set, True))
 
     @staticmethod
     def backward(ctx, *grads):
@@ -114,12 +113,12 @@ class _Broadcast(torch.autograd.Function):
     def forward(ctx, tensor, root_rank, name, process_set):
         ctx.root_rank = root_rank
         ctx.process_set = process_set
-        return synchronize(_broadcast_async(tensor, root_rank, name, process_set, False))
+        return run_blocking(_broadcast_async, tensor, root_rank, name, process_set, False)
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = synchronize(_allreduce_async([grad_output], "allreduce", None, Average, 1.0,
-                                            1.0, ctx.process_set, False, False))
+        grad = run_blocking(_allreduce_async, [grad_output], "allreduce", None, Average, 1.0, 1.0,
+                            ctx.process_set, False, False)
         if basics.rank() != ctx.root_rank:  # root_rank is a global rank
             grad = torch.zeros_like(grad)
         return grad, None, None, None
@@ -137,7 +136,7 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """Overwrites `tensor` with rank `root_rank`'s tensor and returns it."""
-    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+    return run_blocking(broadcast_async_, tensor, root_rank, name, process_set)
 
 
 # ---- sparse allreduce ----
@@ -220,7 +219,7 @@ class _Alltoall(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, splits, name, process_set):
         ctx.process_set = process_set
-        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        output, received = run_blocking(alltoall_async, tensor, splits, name, process_set)
         ctx.received = received
         if splits is None:
             return output
@@ -229,8 +228,8 @@ class _Alltoall(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output, *unused):
-        grad, _ = synchronize(alltoall_async(grad_output, ctx.received.tolist(), None,
-                                             ctx.process_set))
+        grad, _ = run_blocking(alltoall_async, grad_output, ctx.received.tolist(), None,
+                               ctx.process_set)
         return grad, None, None, None
 
 

@@ -13,7 +13,7 @@ from tutti.common.process_sets import global_process_set
 
 from . import requests
 from .compression import Compression
-from .requests import synchronize
+from .requests import run_blocking
 
 
 def _reduce_args(op, average, prescale_factor, postscale_factor):
@@ -101,15 +101,15 @@ class _Allreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale, postscale, process_set):
         ctx.args = (op, prescale, postscale, process_set)
-        return synchronize(_allreduce_async([tensor], "allreduce", name, op, prescale,
-                                            postscale, process_set, False, False))
+        return run_blocking(_allreduce_async, [tensor], "allreduce", name, op, prescale, postscale,
+                            process_set, False, False)
 
     @staticmethod
     def backward(ctx, grad_output):
         op, prescale, postscale, process_set = ctx.args
         _check_differentiable(op, "allreduce", (Average, Sum, Adasum))
-        grad = synchronize(_allreduce_async([grad_output], "allreduce", None, op, prescale,
-                                            postscale, process_set, False, False))
+        grad = run_blocking(_allreduce_async, [grad_output], "allreduce", None, op, prescale,
+                            postscale, process_set, False, False)
         return grad, None, None, None, None, None
 
 
@@ -117,16 +117,15 @@ class _GroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
         ctx.args = (op, prescale, postscale, process_set)
-        return tuple(synchronize(_allreduce_async(list(tensors), "grouped_allreduce", name, op,
-                                                  prescale, postscale, process_set, False,
-                                                  True)))
+        return tuple(run_blocking(_allreduce_async, list(tensors), "grouped_allreduce", name, op,
+                                  prescale, postscale, process_set, False, True))
 
     @staticmethod
     def backward(ctx, *grads):
         op, prescale, postscale, process_set = ctx.args
         _check_differentiable(op, "grouped_allreduce", (Average, Sum, Adasum))
-        reduced = synchronize(_allreduce_async(list(grads), "grouped_allreduce", None, op,
-                                               prescale, postscale, process_set, False, True))
+        reduced = run_blocking(_allreduce_async, list(grads), "grouped_allreduce", None, op,
+                               prescale, postscale, process_set, False, True)
         return (None,) * 5 + tuple(reduced)
 
 
@@ -163,8 +162,8 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None,
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` across the ranks of `process_set` in place and returns it."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor,
-                                        postscale_factor, process_set))
+    return run_blocking(allreduce_async_, tensor, average, name, op, prescale_factor,
+                        postscale_factor, process_set)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None,
@@ -180,8 +179,8 @@ def grouped_allreduce(tensors, average=None, name=None, compression=None, op=Non
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                        postscale_factor=1.0, process_set=global_process_set):
     """Reduces a list of tensors in place as one request; returns them."""
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
-                                                postscale_factor, process_set))
+    return run_blocking(grouped_allreduce_async_, tensors, average, name, op, prescale_factor,
+                        postscale_factor, process_set)
 
 
 # ---- reducescatter ----
@@ -217,9 +216,9 @@ def _gather_gradients(grads, op, prescale, postscale, process_set):
     gradient, gathered, and for op=Sum multiplied by the set size (Average: unscaled)."""
     factor = float(_set_size(process_set)) if op == Sum else 1.0
     # Submitted here rather than through data_movement, which builds on this module.
-    gathered = synchronize(requests.submit(
-        Collective.ALLGATHER, "grouped_allgather", None, process_set,
-        [requests.contiguous(g) for g in grads], lambda results, extra: list(results)))
+    gathered = run_blocking(requests.submit, Collective.ALLGATHER, "grouped_allgather", None,
+                            process_set, [requests.contiguous(g) for g in grads],
+                            lambda results, extra: list(results))
     return [g * factor if factor != 1.0 else g for g in gathered]
 
 
@@ -227,10 +226,9 @@ class _Reducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale, postscale, process_set, *tensors):
         ctx.args = (op, prescale, postscale, process_set)
-        return tuple(synchronize(_reducescatter_async(list(tensors), "grouped_reducescatter"
-                                                      if len(tensors) > 1 else "reducescatter",
-                                                      name, op, prescale, postscale,
-                                                      process_set, True)))
+        return tuple(run_blocking(_reducescatter_async, list(tensors), "grouped_reducescatter" if
+                                  len(tensors) > 1 else "reducescatter", name, op, prescale,
+                                  postscale, process_set, True))
 
     @staticmethod
     def backward(ctx, *grads):

@@ -10,6 +10,7 @@ subclasses) with the core's message.
 """
 
 import numbers
+import threading
 
 import torch
 from tutti.common import naming, process_sets
@@ -19,10 +20,15 @@ from tutti.common.exceptions import InvalidArgumentError, error_for_status
 from ._native import ops
 
 # The overloads themselves: calling them skips the packet's overload resolution.
-_enqueue, _poll, _wait = ops.enqueue.default, ops.poll.default, ops.wait.default
+_enqueue, _run = ops.enqueue.default, ops.run.default
+_poll, _wait = ops.poll.default, ops.wait.default
 
-# synchronize() waits in slices this long, so that Ctrl-C is noticed between them.
+# synchronize() waits in slices this long, so that Ctrl-C is noticed between them; the
+# cycles a blocking call runs itself (run_blocking) stop after as long.
 _WAIT_SLICE_SECONDS = 0.5
+
+# Set by run_blocking() while its call submits: that request goes through the `run` op.
+_this_thread = threading.local()
 
 
 
@@ -103,11 +109,28 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
     set_id = process_sets.request_id(process_set)
     # Named last: a call refused by a check above takes no number.
     name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
-    handle = Handle(call(_enqueue, collective, name, kind, set_id, inputs, outputs,
-                         core_reduce_op(op), float(prescale), float(postscale),
-                         int(root_rank), splits))
+    arguments = (collective, name, kind, set_id, inputs, outputs, core_reduce_op(op),
+                 float(prescale), float(postscale), int(root_rank), splits)
+    if getattr(_this_thread, "blocking", False):
+        _this_thread.blocking = False  # only the call's own request
+        handle = Handle(call(_run, *arguments, _WAIT_SLICE_SECONDS))
+    else:
+        handle = Handle(call(_enqueue, *arguments))
     handle.finish = finish
     return handle
+
+
+def run_blocking(start, *args):
+    """`synchronize(start(*args))` for a caller that waits right away: the one request
+    start() submits goes through the native `run` op (tutti_run), so while the core's
+    thread is idle the cycles that negotiate and execute it run on this thread, without
+    the GIL, a hand-off to the core's thread or a wake-up of either."""
+    _this_thread.blocking = True
+    try:
+        handle = start(*args)
+    finally:
+        _this_thread.blocking = False
+    return synchronize(handle)
 
 
 def poll(handle):
