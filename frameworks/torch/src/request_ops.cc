@@ -3,10 +3,11 @@
 //   enqueue(...) -> handle     any collective (allreduce, allgather, broadcast, alltoall,
 //                              reducescatter, barrier, join), single or grouped, as one
 //                              tutti_request: one crossing into the core per call
-//   run(..., timeout) -> handle
+//   run(..., timeout) -> (handle, done, outputs, ints)
 //                              the same for a caller about to wait: through tutti_run, so
 //                              a host request usually completes on this thread (up to
-//                              timeout_seconds) without a hand-off to the core's thread
+//                              timeout_seconds) without a hand-off to the core's thread;
+//                              once done, the request is collected as by wait()
 //   poll(handle) -> bool       whether the request is done
 //   wait(handle, timeout) -> (done, outputs, ints)
 //                              waits up to timeout_seconds (negative: no limit); once done,
@@ -138,25 +139,10 @@ int64_t Enqueue(int64_t collective, c10::string_view name, c10::string_view kind
                 root_rank, splits, -1.0);
 }
 
-int64_t Run(int64_t collective, c10::string_view name, c10::string_view kind,
-            int64_t process_set, at::TensorList inputs, c10::optional<at::TensorList> outputs,
-            int64_t op, double prescale, double postscale, int64_t root_rank,
-            c10::optional<at::IntArrayRef> splits, double timeout_seconds) {
-  return Submit(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
-                root_rank, splits, timeout_seconds < 0 ? 0.0 : timeout_seconds);
-}
+using Results = std::tuple<bool, std::vector<at::Tensor>, std::vector<int64_t>>;
 
-bool Poll(int64_t handle) {
-  return RequestTable::Instance().Find(handle)->done();
-}
-
-std::tuple<bool, std::vector<at::Tensor>, std::vector<int64_t>> Wait(int64_t handle,
-                                                                      double timeout_seconds) {
-  RequestTable& table = RequestTable::Instance();
-  std::shared_ptr<Request> request = table.Find(handle);
-  if (!request->Wait(timeout_seconds)) {
-    return std::make_tuple(false, std::vector<at::Tensor>{}, std::vector<int64_t>{});
-  }
+// A done request's outputs and integer results, taken out of the table (or its error raised).
+Results Collect(RequestTable& table, int64_t handle, const std::shared_ptr<Request>& request) {
   table.Take(handle);  // another thread that synchronized it first makes this fail
   if (request->status != TUTTI_OK) {
     Fail(request->status, request->error);
@@ -171,6 +157,39 @@ std::tuple<bool, std::vector<at::Tensor>, std::vector<int64_t>> Wait(int64_t han
   return std::make_tuple(true, std::move(request->outputs), std::move(ints));
 }
 
+// The handle, and, when the request finished within the call, what wait() would return: a
+// blocking call then needs no second crossing.
+std::tuple<int64_t, bool, std::vector<at::Tensor>, std::vector<int64_t>> Run(
+    int64_t collective, c10::string_view name, c10::string_view kind, int64_t process_set,
+    at::TensorList inputs, c10::optional<at::TensorList> outputs, int64_t op, double prescale,
+    double postscale, int64_t root_rank, c10::optional<at::IntArrayRef> splits,
+    double timeout_seconds) {
+  const int64_t handle =
+      Submit(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
+             root_rank, splits, timeout_seconds < 0 ? 0.0 : timeout_seconds);
+  RequestTable& table = RequestTable::Instance();
+  std::shared_ptr<Request> request = table.Find(handle);
+  if (!request->done()) {
+    return std::make_tuple(handle, false, std::vector<at::Tensor>{}, std::vector<int64_t>{});
+  }
+  Results results = Collect(table, handle, request);
+  return std::make_tuple(handle, true, std::move(std::get<1>(results)),
+                         std::move(std::get<2>(results)));
+}
+
+bool Poll(int64_t handle) {
+  return RequestTable::Instance().Find(handle)->done();
+}
+
+Results Wait(int64_t handle, double timeout_seconds) {
+  RequestTable& table = RequestTable::Instance();
+  std::shared_ptr<Request> request = table.Find(handle);
+  if (!request->Wait(timeout_seconds)) {
+    return std::make_tuple(false, std::vector<at::Tensor>{}, std::vector<int64_t>{});
+  }
+  return Collect(table, handle, request);
+}
+
 }  // namespace
 }  // namespace tutti_torch
 
@@ -181,7 +200,7 @@ TORCH_LIBRARY(tutti, m) {
         &tutti_torch::Enqueue);
   m.def("run(int collective, str name, str kind, int process_set, Tensor[] inputs,"
         " Tensor[]? outputs, int op, float prescale, float postscale, int root_rank,"
-        " int[]? splits, float timeout_seconds) -> int",
+        " int[]? splits, float timeout_seconds) -> (int, bool, Tensor[], int[])",
         &tutti_torch::Run);
   m.def("poll(int handle) -> bool", &tutti_torch::Poll);
   m.def("wait(int handle, float timeout_seconds=-1.0) -> (bool, Tensor[], int[])",

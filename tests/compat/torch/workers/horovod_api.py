@@ -3,6 +3,7 @@ tutti.torch's behaviour where Horovod's is specific. Every check states Horovod'
 Prints one summary line per rank; exit code 1 on any failure."""
 
 import sys
+import time
 import warnings
 
 import torch
@@ -50,6 +51,7 @@ def shared_names(rank, size):
         raises("duplicate name", ValueError,
                lambda: hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum))
     else:
+        time.sleep(0.5)  # keeps rank 0's first request in flight while it reuses the name
         first = allreduce_async(torch.ones(2), name="dup", op=hvd.Sum)
     synchronize(first)
     # a mismatched collective: RuntimeError and HorovodInternalError

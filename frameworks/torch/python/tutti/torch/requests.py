@@ -113,7 +113,10 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
                  float(prescale), float(postscale), int(root_rank), splits)
     if getattr(_this_thread, "blocking", False):
         _this_thread.blocking = False  # only the call's own request
-        handle = Handle(call(_run, *arguments, _WAIT_SLICE_SECONDS))
+        number, done, outputs, extra = call(_run, *arguments, _WAIT_SLICE_SECONDS)
+        handle = Handle(number)
+        if done:  # collected already: synchronize() only builds the result
+            handle.results = (outputs, extra)
     else:
         handle = Handle(call(_enqueue, *arguments))
     handle.finish = finish
@@ -148,6 +151,10 @@ def synchronize(handle):
     if finish is None:
         raise InvalidArgumentError("unknown tutti handle %r: synchronize() takes the handle "
                                    "an *_async call returned" % (handle,))
+    results = getattr(handle, "results", None)
+    if results is not None:
+        handle.results = None
+        return finish(*results)
     while True:  # in slices, so that Ctrl-C leaves the request pending, not lost
         done, outputs, extra = call(_wait, handle, _WAIT_SLICE_SECONDS)
         if done:
