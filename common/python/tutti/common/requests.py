@@ -19,6 +19,8 @@ from .exceptions import InvalidArgumentError
 
 
 def reduce_op(op):
+    if type(op) is ReduceOp:  # hvd.Sum etc.: nothing to resolve
+        return op
     try:
         return ReduceOp(op)
     except ValueError:
@@ -90,8 +92,12 @@ def _views(arrays):
 
 _NO_ALLOCATE = core.ALLOCATE_FN()  # a NULL allocate callback: outputs are given
 
-# Set by run_blocking() while its call submits: that request goes through tutti_run.
-_this_thread = threading.local()
+
+class _ThreadState(threading.local):
+    blocking = False  # set by run_blocking() while its call submits: that request is run
+
+
+_this_thread = _ThreadState()
 
 # How long tutti_run may run cycles on the caller before leaving the request to the core's
 # thread: the same slice as Handle.wait's, so that Ctrl-C is noticed as soon.
@@ -156,7 +162,7 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
     keepalive = (inputs, outputs, splits, received_splits, result,
                  input_views, input_shapes, output_views, output_shapes)
 
-    blocking = getattr(_this_thread, "blocking", False)
+    blocking = _this_thread.blocking
     _this_thread.blocking = False  # only the call's own request
 
     def enqueue(user_data):

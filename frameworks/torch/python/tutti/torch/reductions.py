@@ -17,7 +17,11 @@ from .requests import run_blocking
 
 
 def _reduce_args(op, average, prescale_factor, postscale_factor):
-    return (int(resolve_reduce_op(op, average)), requests.scale(prescale_factor, "prescale_factor"),
+    if average is None and type(op) is ReduceOp:  # hvd.Sum etc.: nothing to resolve
+        reduce_op = op
+    else:
+        reduce_op = resolve_reduce_op(op, average)
+    return (reduce_op, requests.scale(prescale_factor, "prescale_factor"),
             requests.scale(postscale_factor, "postscale_factor"))
 
 
@@ -36,7 +40,7 @@ def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, 
     def finish(results, extra):
         if in_place:  # copy back where the tensor was not contiguous (staging copies)
             for target, staged in zip(tensors, sources):
-                if target.data_ptr() != staged.data_ptr():
+                if staged is not target and target.data_ptr() != staged.data_ptr():
                     target.data.copy_(staged)
             results = list(tensors)
         return list(results) if grouped else results[0]

@@ -19,23 +19,38 @@ from tutti.common.exceptions import InvalidArgumentError, error_for_status
 
 from ._native import ops
 
-# The overloads themselves: calling them skips the packet's overload resolution.
-_enqueue, _run = ops.enqueue.default, ops.run.default
-_poll, _wait = ops.poll.default, ops.wait.default
+
+
+def _operator(overload):
+    """The callable behind an operator overload: calling it skips the packet's overload
+    resolution and the overload object's own Python frame (`_op` is torch's; the overload
+    itself where a torch version lacks it)."""
+    return getattr(overload, "_op", overload)
+
+
+_enqueue, _run = _operator(ops.enqueue.default), _operator(ops.run.default)
+_poll, _wait = _operator(ops.poll.default), _operator(ops.wait.default)
 
 # synchronize() waits in slices this long, so that Ctrl-C is noticed between them; the
 # cycles a blocking call runs itself (run_blocking) stop after as long.
 _WAIT_SLICE_SECONDS = 0.5
 
-# Set by run_blocking() while its call submits: that request goes through the `run` op.
-_this_thread = threading.local()
+
+class _ThreadState(threading.local):
+    blocking = False  # set by run_blocking() while its call submits: that request is run
+
+
+_this_thread = _ThreadState()
 
 
 
 class Handle(int):
     """A request in flight: an int, as Horovod's handles are, that also holds `finish`,
     the function that builds the request's result from its output tensors and integer
-    results."""
+    results, and `results`, those two once the `run` op has collected them."""
+
+    finish = None
+    results = None
 
 
 def call(op, *args):
@@ -111,7 +126,7 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
     name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
     arguments = (collective, name, kind, set_id, inputs, outputs, core_reduce_op(op),
                  float(prescale), float(postscale), int(root_rank), splits)
-    if getattr(_this_thread, "blocking", False):
+    if _this_thread.blocking:
         _this_thread.blocking = False  # only the call's own request
         number, done, outputs, extra = call(_run, *arguments, _WAIT_SLICE_SECONDS)
         handle = Handle(number)
@@ -147,11 +162,11 @@ def synchronize(handle):
     is a function, as in Horovod: synchronize() calls it."""
     if callable(handle):
         return handle()
-    finish = getattr(handle, "finish", None)
+    finish = handle.finish if type(handle) is Handle else None
     if finish is None:
         raise InvalidArgumentError("unknown tutti handle %r: synchronize() takes the handle "
                                    "an *_async call returned" % (handle,))
-    results = getattr(handle, "results", None)
+    results = handle.results
     if results is not None:
         handle.results = None
         return finish(*results)
