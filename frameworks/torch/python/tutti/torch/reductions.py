@@ -17,11 +17,11 @@ from .requests import run_blocking
 
 
 def _reduce_args(op, average, prescale_factor, postscale_factor):
-    if average is None and type(op) is ReduceOp:  # hvd.Sum etc.: nothing to resolve
-        reduce_op = op
-    else:
-        reduce_op = resolve_reduce_op(op, average)
-    return (reduce_op, requests.scale(prescale_factor, "prescale_factor"),
+    if (average is None and (op is None or type(op) is ReduceOp)
+            and type(prescale_factor) is float and type(postscale_factor) is float):
+        # The usual call (hvd.Sum-style constants or the default): nothing to resolve.
+        return (Average if op is None else op), prescale_factor, postscale_factor
+    return (resolve_reduce_op(op, average), requests.scale(prescale_factor, "prescale_factor"),
             requests.scale(postscale_factor, "postscale_factor"))
 
 
@@ -33,7 +33,8 @@ def _set_size(process_set):
 
 def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, in_place,
                      grouped):
-    adasum.check_ranks(op, process_set)
+    if op == Adasum:
+        adasum.check_ranks(op, process_set)
     sources = [requests.contiguous(t) for t in tensors]
     outputs = sources if in_place else [torch.empty_like(s) for s in sources]
 

@@ -122,8 +122,9 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
     allocates them. finish(outputs, extra) builds what synchronize() returns; extra holds
     alltoall's received splits or join's last rank."""
     set_id = process_sets.request_id(process_set)
-    # Named last: a call refused by a check above takes no number.
-    name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
+    if type(name) is not str or not name:  # (a given name needs no numbering)
+        # Named last: a call refused by a check above takes no number.
+        name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
     arguments = (collective, name, kind, set_id, inputs, outputs, core_reduce_op(op),
                  float(prescale), float(postscale), int(root_rank), splits)
     if _this_thread.blocking:
