@@ -93,15 +93,25 @@ void AfterForkInChild() {
   }
 }
 
+// The current context, and `request` validated for it into `pending`.
+tutti_status Prepare(const tutti_request& request, std::shared_ptr<Context>* context,
+                     tutti::PendingOp* pending) {
+  Status status;
+  *context = GetContext(&status);
+  if (!*context) return Fail(status);
+  status = tutti::BuildRequest(request, (*context)->topology().rank, (*context)->process_sets(),
+                               pending);
+  if (!status.ok()) return Fail(status);
+  return TUTTI_OK;
+}
+
 // Validates `request` and queues it on the current context; `device` NULL: host memory.
 tutti_status EnqueueRequest(const tutti_request& request, const tutti_device* device = nullptr) {
-  Status status;
-  std::shared_ptr<Context> context = GetContext(&status);
-  if (!context) return Fail(status);
+  std::shared_ptr<Context> context;
   tutti::PendingOp pending;
-  status = tutti::BuildRequest(request, context->topology().rank, context->process_sets(),
-                               &pending);
-  if (status.ok()) status = tutti::gpu::AttachDevice(device, &pending);
+  tutti_status prepared = Prepare(request, &context, &pending);
+  if (prepared != TUTTI_OK) return prepared;
+  Status status = tutti::gpu::AttachDevice(device, &pending);
   if (status.ok()) status = context->Enqueue(std::move(pending));
   if (!status.ok()) return Fail(status);
   return TUTTI_OK;
@@ -110,14 +120,12 @@ tutti_status EnqueueRequest(const tutti_request& request, const tutti_device* de
 // Validates `request` and runs it on the calling thread when the core lets it (Context::Run).
 tutti_status RunRequest(const tutti_request& request, double timeout_seconds,
                         int32_t* finished) {
-  Status status;
-  std::shared_ptr<Context> context = GetContext(&status);
-  if (!context) return Fail(status);
+  std::shared_ptr<Context> context;
   tutti::PendingOp pending;
-  status = tutti::BuildRequest(request, context->topology().rank, context->process_sets(),
-                               &pending);
+  tutti_status prepared = Prepare(request, &context, &pending);
+  if (prepared != TUTTI_OK) return prepared;
   bool done = false;
-  if (status.ok()) status = context->Run(std::move(pending), timeout_seconds, &done);
+  Status status = context->Run(std::move(pending), timeout_seconds, &done);
   if (!status.ok()) return Fail(status);
   if (finished != nullptr) *finished = done ? 1 : 0;
   return TUTTI_OK;
