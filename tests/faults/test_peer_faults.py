@@ -33,12 +33,13 @@ def test_a_killed_rank_is_reported_by_rank_number():
     for seconds, kind, message in errors.values():
         assert kind == "AbortedError", message
         assert seconds < 30, message
-    # Gloo names the peer by an address; the core adds which rank that is. (Not every
-    # address Gloo prints can be mapped yet: see docs/fault-tolerance.md.) A survivor that
-    # was waiting on the other survivor may see that one leave first (it exits right after
-    # its own error), so the killed rank is named at least once, and only ranks that left.
-    tags = [tag for _, _, m in errors.values() for tag in re.findall(r"\]:\d+ \(rank (\d)", m)]
-    assert "2" in tags and set(tags) <= {"0", "1", "2"}, errors
+    # Gloo names the peer by an address; the core adds which rank that is, in every error.
+    # A survivor that was waiting on the other survivor may see that one leave first (it
+    # exits right after its own error), so the killed rank is named at least once.
+    tags = {rank: re.findall(r"\]:\d+ \(rank (\d)", m) for rank, (_, _, m) in errors.items()}
+    assert all(tags.values()), errors
+    named = {tag for found in tags.values() for tag in found}
+    assert "2" in named and named <= {"0", "1", "2"}, errors
 
 
 @scenario("stopped-rank")

@@ -6,6 +6,7 @@
 #include <gloo/broadcast_one_to_all.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <arpa/inet.h>
@@ -166,7 +167,35 @@ class GlooTransport : public Transport {
     } catch (const std::exception& e) {
       return Status::Aborted(std::string("Gloo could not connect the ranks: ") + e.what());
     }
+    LearnMeshAddresses(prefix + "/mesh/");
     return LearnPeerAddresses();
+  }
+
+  // The addresses each rank advertised for its pairs in the mesh rendezvous: Gloo names a
+  // peer by these in its errors even after the connection came from another port. Read
+  // back from the store (non-blocking: every rank has written its entry by now); an entry
+  // in a layout this code does not know is skipped, it only costs a name in a message.
+  void LearnMeshAddresses(const std::string& mesh_prefix) {
+    const GlooConfig& g = config_.gloo;
+    const size_t entry = gloo::transport::tcp::Address().bytes().size();
+    for (int r = 0; r < g.size; ++r) {
+      if (r == g.rank) continue;
+      std::string blob;
+      bool found = false;
+      if (!client_->Get(mesh_prefix + std::to_string(r), &blob, &found).ok() || !found) continue;
+      for (size_t at = 0; at + entry <= blob.size() && entry >= sizeof(sockaddr_storage);
+           at += entry) {
+        sockaddr_storage address;
+        std::memcpy(&address, blob.data() + at, sizeof(address));
+        if (address.ss_family != AF_INET && address.ss_family != AF_INET6) continue;
+        const std::vector<char> bytes(blob.begin() + at, blob.begin() + at + entry);
+        try {
+          peer_addresses_.emplace_back(HostPort(gloo::transport::tcp::Address(bytes).str()), r);
+        } catch (const std::exception&) {
+          // not an address after all: no name for it
+        }
+      }
+    }
   }
 
   // Gloo's TCP errors name a peer by an address; every rank publishes its pairs' addresses
