@@ -178,13 +178,13 @@ class GlooTransport : public Transport {
   void LearnMeshAddresses(const std::string& mesh_prefix) {
     const GlooConfig& g = config_.gloo;
     const size_t entry = gloo::transport::tcp::Address().bytes().size();
+    if (entry < sizeof(sockaddr_storage)) return;
     for (int r = 0; r < g.size; ++r) {
       if (r == g.rank) continue;
       std::string blob;
       bool found = false;
       if (!client_->Get(mesh_prefix + std::to_string(r), &blob, &found).ok() || !found) continue;
-      for (size_t at = 0; at + entry <= blob.size() && entry >= sizeof(sockaddr_storage);
-           at += entry) {
+      for (size_t at = 0; at + entry <= blob.size(); at += entry) {
         sockaddr_storage address;
         std::memcpy(&address, blob.data() + at, sizeof(address));
         if (address.ss_family != AF_INET && address.ss_family != AF_INET6) continue;

@@ -219,6 +219,8 @@ def resolve_reduce_op(op=None, average=None):
         return ReduceOp.Average if average else ReduceOp.Sum
     if op is None:
         return ReduceOp.Average
+    if type(op) is ReduceOp:  # hvd.Sum etc.: nothing to look up
+        return op
     try:
         return ReduceOp(op)
     except ValueError:

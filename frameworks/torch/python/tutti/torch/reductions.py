@@ -17,10 +17,6 @@ from .requests import run_blocking
 
 
 def _reduce_args(op, average, prescale_factor, postscale_factor):
-    if (average is None and (op is None or type(op) is ReduceOp)
-            and type(prescale_factor) is float and type(postscale_factor) is float):
-        # The usual call (hvd.Sum-style constants or the default): nothing to resolve.
-        return (Average if op is None else op), prescale_factor, postscale_factor
     return (resolve_reduce_op(op, average), requests.scale(prescale_factor, "prescale_factor"),
             requests.scale(postscale_factor, "postscale_factor"))
 

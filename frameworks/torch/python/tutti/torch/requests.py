@@ -20,7 +20,6 @@ from tutti.common.exceptions import InvalidArgumentError, error_for_status
 from ._native import ops
 
 
-
 def _operator(overload):
     """The callable behind an operator overload: calling it skips the packet's overload
     resolution and the overload object's own Python frame (`_op` is torch's; the overload
@@ -41,7 +40,6 @@ class _ThreadState(threading.local):
 
 
 _this_thread = _ThreadState()
-
 
 
 class Handle(int):
