@@ -1,4 +1,4 @@
-// CUDA tensors for the torch operators, through c10's device-generic Stream and Event (no CUDA
+// CUDA tensors for the native calls, through c10's device-generic Stream and Event (no CUDA
 // headers: the same source builds against CPU and CUDA torch).
 //
 // A request on CUDA tensors records a ready event on the device's current stream (in backward

@@ -1,4 +1,4 @@
-// Helpers of the torch operators: error reporting, tensor checks and views for the core.
+// Helpers of the native calls: error reporting, tensor checks and views for the core.
 #ifndef TUTTI_TORCH_REQUEST_SUPPORT_H_
 #define TUTTI_TORCH_REQUEST_SUPPORT_H_
 

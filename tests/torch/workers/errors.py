@@ -17,6 +17,7 @@ import torch
 import tutti.common
 import tutti.numpy
 import tutti.torch as hvd
+from tutti.torch._native import entry as native
 
 failures = []
 
@@ -143,10 +144,32 @@ def misused_handles():
         time.sleep(0.5)
     late = hvd.allreduce_async(torch.ones(1), name="late", op=hvd.Sum)
     if hvd.rank() == 0:
-        done, outputs, ints = torch.ops.tutti.wait(late, 0.0)
+        done, outputs, ints = native.wait(late, 0.0)
         report("wait_timeout_returns_pending", not done and not outputs and not ints,
                (done, outputs, ints))
     report("late_completes", hvd.synchronize(late).item() == 2.0, "")
+
+
+def native_arguments_checked():
+    """The native entry refuses malformed arguments with TypeError before anything is
+    queued (the Python layer never passes them; a wrong one must not crash the process)."""
+    good = [0, "native.args", "allreduce", 0, [torch.ones(1)], None, 1, 1.0, 1.0, 0, None]
+    cases = {
+        "too_few": good[:10],
+        "inputs_not_a_list": good[:4] + [torch.ones(1)] + good[5:],
+        "input_not_a_tensor": good[:4] + [[numpy.ones(1)]] + good[5:],
+        "name_not_a_string": good[:1] + [7] + good[2:],
+        "splits_not_ints": good[:10] + [["a"]],
+    }
+    for label, args in cases.items():
+        try:
+            native.enqueue(*args)
+        except TypeError as exc:
+            report("native_args." + label, True, "TypeError: %s" % exc)
+        except Exception as exc:
+            report("native_args." + label, False, "expected TypeError, got %r" % exc)
+        else:
+            report("native_args." + label, False, "expected TypeError, but it was queued")
 
 
 def waiting_releases_the_gil():
@@ -172,7 +195,7 @@ def waiting_releases_the_gil():
     sleeping_rate = (ticks[0] - before) / (time.monotonic() - start)
     handle = hvd.allreduce_async(torch.ones(2), name="gil", op=hvd.Sum)
     start, before = time.monotonic(), ticks[0]
-    done, _, _ = torch.ops.tutti.wait(handle, 30.0)
+    done, _, _ = native.wait(handle, 30.0)
     waited = time.monotonic() - start
     waiting_rate = (ticks[0] - before) / waited
     stop.set()
@@ -249,6 +272,7 @@ def main():
     name_reused_in_flight()
     grouped_calls_are_one_request()
     misused_handles()
+    native_arguments_checked()
     waiting_releases_the_gil()
     blocking_calls_run_on_the_caller()
     handle = hvd.allreduce_async(torch.ones(1), name="once")

@@ -1,12 +1,12 @@
 """Hands torch tensors to the core as one request and collects the result.
 
 Every collective is asynchronous underneath: a request (single or grouped) is queued with
-the native `enqueue` operator, one crossing into the core, which returns an int handle;
+the native `enqueue`, one crossing into the core, which returns an int handle;
 `synchronize(handle)` waits for it with the native `wait`, which also hands back the
 request's outputs, and builds the result. The native library keeps the only record of a
-request in flight; the handle itself carries how to build its result. Errors reported by
-the core are raised as the matching tutti.common exception (all are RuntimeError
-subclasses) with the core's message.
+request in flight; the handle itself carries how to build its result. The native calls
+(src/python_entry.cc) raise errors reported by the core as the matching tutti.common
+exception (all are RuntimeError subclasses) with the core's message.
 """
 
 import numbers
@@ -15,20 +15,11 @@ import threading
 import torch
 from tutti.common import naming, process_sets
 from tutti.common.basics import core_reduce_op
-from tutti.common.exceptions import InvalidArgumentError, error_for_status
+from tutti.common.exceptions import InvalidArgumentError
 
-from ._native import ops
+from ._native import entry
 
-
-def _operator(overload):
-    """The callable behind an operator overload: calling it skips the packet's overload
-    resolution and the overload object's own Python frame (`_op` is torch's; the overload
-    itself where a torch version lacks it)."""
-    return getattr(overload, "_op", overload)
-
-
-_enqueue, _run = _operator(ops.enqueue.default), _operator(ops.run.default)
-_poll, _wait = _operator(ops.poll.default), _operator(ops.wait.default)
+_enqueue, _run, _poll, _wait = entry.enqueue, entry.run, entry.poll, entry.wait
 
 # synchronize() waits in slices this long, so that Ctrl-C is noticed between them; the
 # cycles a blocking call runs itself (run_blocking) stop after as long.
@@ -49,17 +40,6 @@ class Handle(int):
 
     finish = None
     results = None
-
-
-def call(op, *args):
-    """Runs a native op; a failure it reports becomes the tutti exception for its status."""
-    try:
-        return op(*args)
-    except RuntimeError as error:
-        status = ops.take_error_status()
-        if not status:
-            raise  # not raised by tutti (e.g. the dispatcher rejected the arguments)
-        raise error_for_status(status, str(error)) from None
 
 
 def check_tensor(tensor):
@@ -127,19 +107,19 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op
                  float(prescale), float(postscale), int(root_rank), splits)
     if _this_thread.blocking:
         _this_thread.blocking = False  # only the call's own request
-        number, done, outputs, extra = call(_run, *arguments, _WAIT_SLICE_SECONDS)
+        number, done, outputs, extra = _run(*arguments, _WAIT_SLICE_SECONDS)
         handle = Handle(number)
         if done:  # collected already: synchronize() only builds the result
             handle.results = (outputs, extra)
     else:
-        handle = Handle(call(_enqueue, *arguments))
+        handle = Handle(_enqueue(*arguments))
     handle.finish = finish
     return handle
 
 
 def run_blocking(start, *args):
     """`synchronize(start(*args))` for a caller that waits right away: the one request
-    start() submits goes through the native `run` op (tutti_run), so while the core's
+    start() submits goes through the native `run` (tutti_run), so while the core's
     thread is idle the cycles that negotiate and execute it run on this thread, without
     the GIL, a hand-off to the core's thread or a wake-up of either."""
     _this_thread.blocking = True
@@ -152,7 +132,7 @@ def run_blocking(start, *args):
 
 def poll(handle):
     """True if the request behind `handle` has finished (synchronize() will not block)."""
-    return call(_poll, handle)
+    return _poll(handle)
 
 
 def synchronize(handle):
@@ -170,6 +150,6 @@ def synchronize(handle):
         handle.results = None
         return finish(*results)
     while True:  # in slices, so that Ctrl-C leaves the request pending, not lost
-        done, outputs, extra = call(_wait, handle, _WAIT_SLICE_SECONDS)
+        done, outputs, extra = _wait(handle, _WAIT_SLICE_SECONDS)
         if done:
             return finish(outputs, extra)

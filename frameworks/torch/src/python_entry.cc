@@ -1,0 +1,300 @@
+// tutti.torch's way into the core: a CPython module of four functions, built by
+// tutti_torch_python_entry() once the library is loaded (tutti/torch/_native.py).
+//
+//   enqueue(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
+//           root_rank, splits) -> handle
+//                              any collective, single or grouped, as one tutti_request
+//   run(..., timeout_seconds) -> (handle, done, outputs, ints)
+//                              the same for a caller about to wait: through tutti_run, so a
+//                              host request usually completes on this thread; once done,
+//                              the request is collected as by wait()
+//   poll(handle) -> bool       whether the request is done
+//   wait(handle, timeout_seconds) -> (done, outputs, ints)
+//                              waits up to timeout_seconds (negative: no limit); once done,
+//                              forgets the request and returns its output tensors and
+//                              integer results, or raises its error
+//
+// inputs and outputs are lists of tensors (outputs None: the core allocates them); splits is
+// a list of ints or None. Why not torch operators: a call through torch's dispatcher boxes
+// every argument and costs about 4 us on this class of machine, more than the core spends
+// on a small request; a METH_FASTCALL function reads its arguments in place. These are
+// tutti.torch's internals: the Python layer is the interface.
+//
+// Errors the core reports are raised as the tutti.common exception for their status (built
+// by the factory given at creation); wrong argument types raise TypeError. The GIL is
+// released while a call may wait (run, wait) and held while it only queues (enqueue, poll):
+// queueing never waits for a thread that needs the GIL.
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "request_calls.h"
+#include "request_support.h"
+#include "tutti/c_api.h"
+
+namespace tutti_torch {
+namespace {
+
+PyObject* error_factory = nullptr;  // tutti.common.exceptions.error_for_status
+
+// Sets the Python exception for the C++ exception being handled.
+void RaiseCurrent() {
+  std::string message;
+  try {
+    throw;
+  } catch (const c10::Error& error) {
+    message = error.what_without_backtrace();
+  } catch (const std::exception& error) {
+    message = error.what();
+  }
+  const int64_t status = TakeErrorStatus();
+  if (status == TUTTI_OK || error_factory == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, message.c_str());
+    return;
+  }
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "replace");
+  if (text == nullptr) return;
+  PyObject* exception =
+      PyObject_CallFunction(error_factory, "LN", static_cast<long long>(status), text);
+  if (exception == nullptr) return;  // the factory's own error stands
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exception)), exception);
+  Py_DECREF(exception);
+}
+
+// Runs f() without the GIL; a C++ exception is rethrown once the GIL is back.
+template <typename F>
+auto WithoutGil(F f) -> decltype(f()) {
+  PyThreadState* state = PyEval_SaveThread();
+  try {
+    auto result = f();
+    PyEval_RestoreThread(state);
+    return result;
+  } catch (...) {
+    PyEval_RestoreThread(state);
+    throw;
+  }
+}
+
+bool ArgCount(const char* function, Py_ssize_t given, Py_ssize_t wanted) {
+  if (given == wanted) return true;
+  PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", function, wanted, given);
+  return false;
+}
+
+bool ToInt(PyObject* value, int64_t* out) {
+  *out = PyLong_AsLongLong(value);
+  return !(*out == -1 && PyErr_Occurred());
+}
+
+bool ToDouble(PyObject* value, double* out) {
+  *out = PyFloat_AsDouble(value);
+  return !(*out == -1.0 && PyErr_Occurred());
+}
+
+bool ToString(PyObject* value, std::string* out) {
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(value, &size);
+  if (text == nullptr) return false;
+  out->assign(text, static_cast<size_t>(size));
+  return true;
+}
+
+// A list or tuple of tensors.
+bool ToTensors(PyObject* value, const char* what, std::vector<at::Tensor>* out) {
+  if (!PyList_Check(value) && !PyTuple_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "%s must be a list of tensors, not %s", what,
+                 Py_TYPE(value)->tp_name);
+    return false;
+  }
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(value);
+  PyObject** items = PySequence_Fast_ITEMS(value);
+  out->reserve(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (!THPVariable_Check(items[i])) {
+      PyErr_Format(PyExc_TypeError, "%s must hold tensors, not %s", what,
+                   Py_TYPE(items[i])->tp_name);
+      return false;
+    }
+    out->push_back(THPVariable_Unpack(items[i]));
+  }
+  return true;
+}
+
+bool ToInts(PyObject* value, std::vector<int64_t>* out) {
+  if (!PyList_Check(value) && !PyTuple_Check(value)) {
+    PyErr_Format(PyExc_TypeError, "splits must be a list of ints, not %s", Py_TYPE(value)->tp_name);
+    return false;
+  }
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(value);
+  PyObject** items = PySequence_Fast_ITEMS(value);
+  out->resize(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (!ToInt(items[i], &(*out)[i])) return false;
+  }
+  return true;
+}
+
+// The eleven arguments shared by enqueue and run.
+bool ToSubmission(PyObject* const* args, Submission* s) {
+  if (!ToInt(args[0], &s->collective) || !ToString(args[1], &s->name) ||
+      !ToString(args[2], &s->kind) || !ToInt(args[3], &s->process_set) ||
+      !ToTensors(args[4], "inputs", &s->inputs)) {
+    return false;
+  }
+  s->has_outputs = args[5] != Py_None;
+  if (s->has_outputs && !ToTensors(args[5], "outputs", &s->outputs)) return false;
+  if (!ToInt(args[6], &s->op) || !ToDouble(args[7], &s->prescale) ||
+      !ToDouble(args[8], &s->postscale) || !ToInt(args[9], &s->root_rank)) {
+    return false;
+  }
+  return args[10] == Py_None || ToInts(args[10], &s->splits);
+}
+
+PyObject* TensorList(const std::vector<at::Tensor>& tensors) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(tensors.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    PyObject* tensor = THPVariable_Wrap(tensors[i]);
+    if (tensor == nullptr) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), tensor);
+  }
+  return list;
+}
+
+PyObject* IntList(const std::vector<int64_t>& values) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < values.size(); ++i) {
+    PyObject* value = PyLong_FromLongLong(values[i]);
+    if (value == nullptr) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), value);
+  }
+  return list;
+}
+
+// (done, outputs, ints), preceded by `handle` when it is not null.
+PyObject* ResultsTuple(PyObject* handle, const Results& results) {
+  PyObject* outputs = TensorList(results.outputs);
+  PyObject* ints = outputs ? IntList(results.ints) : nullptr;
+  if (ints == nullptr) {
+    Py_XDECREF(outputs);
+    return nullptr;
+  }
+  PyObject* done = results.done ? Py_True : Py_False;
+  if (handle == nullptr) return Py_BuildValue("(ONN)", done, outputs, ints);
+  return Py_BuildValue("(OONN)", handle, done, outputs, ints);
+}
+
+PyObject* Enqueue(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!ArgCount("enqueue", nargs, 11)) return nullptr;
+  Submission submission;
+  if (!ToSubmission(args, &submission)) return nullptr;
+  try {
+    return PyLong_FromLongLong(Submit(std::move(submission), -1.0));
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
+}
+
+PyObject* Run(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!ArgCount("run", nargs, 12)) return nullptr;
+  Submission submission;
+  double timeout_seconds = 0;
+  if (!ToSubmission(args, &submission) || !ToDouble(args[11], &timeout_seconds)) return nullptr;
+  if (timeout_seconds < 0) timeout_seconds = 0;
+  try {
+    // tutti_run may run cycles that call other frontends' Python code (tutti.numpy's
+    // allocate): without the GIL.
+    std::pair<int64_t, Results> ran = WithoutGil([&] {
+      const int64_t handle = Submit(std::move(submission), timeout_seconds);
+      return std::make_pair(handle, CollectIfDone(handle));
+    });
+    PyObject* handle = PyLong_FromLongLong(ran.first);
+    if (handle == nullptr) return nullptr;
+    PyObject* result = ResultsTuple(handle, ran.second);
+    Py_DECREF(handle);
+    return result;
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
+}
+
+PyObject* Poll(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  int64_t handle = 0;
+  if (!ArgCount("poll", nargs, 1) || !ToInt(args[0], &handle)) return nullptr;
+  try {
+    return PyBool_FromLong(tutti_torch::Poll(handle) ? 1 : 0);
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
+}
+
+PyObject* Wait(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  int64_t handle = 0;
+  double timeout_seconds = -1.0;
+  if (!ArgCount("wait", nargs, 2) || !ToInt(args[0], &handle) ||
+      !ToDouble(args[1], &timeout_seconds)) {
+    return nullptr;
+  }
+  try {
+    // A finished request is collected without giving the GIL away (and waiting for it back).
+    Results results = CollectIfDone(handle);
+    if (!results.done && timeout_seconds != 0) {
+      results = WithoutGil([&] { return tutti_torch::Wait(handle, timeout_seconds); });
+    }
+    return ResultsTuple(nullptr, results);
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
+}
+
+PyMethodDef methods[] = {
+    {"enqueue", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&Enqueue)),
+     METH_FASTCALL, "Queues a request; returns its handle."},
+    {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&Run)), METH_FASTCALL,
+     "Queues a request and runs it on this thread when the core lets it."},
+    {"poll", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&Poll)), METH_FASTCALL,
+     "Whether a request is done."},
+    {"wait", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&Wait)), METH_FASTCALL,
+     "Waits for a request and collects its results."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "tutti.torch._entry", "tutti.torch's calls into the core.", -1,
+    methods, nullptr, nullptr, nullptr, nullptr,
+};
+
+PyObject* module = nullptr;
+
+}  // namespace
+}  // namespace tutti_torch
+
+// Called (through ctypes.PyDLL, with the GIL) once per process: the module, created on the
+// first call; error_for_status(status, message) builds the exception for a core error.
+// Returns a borrowed reference.
+extern "C" TUTTI_EXPORT PyObject* tutti_torch_python_entry(PyObject* error_for_status) {
+  using tutti_torch::module;
+  if (module == nullptr) {
+    module = PyModule_Create(&tutti_torch::module_def);
+    if (module == nullptr) return nullptr;
+  }
+  Py_XINCREF(error_for_status);
+  Py_XDECREF(tutti_torch::error_factory);
+  tutti_torch::error_factory = error_for_status;
+  return module;
+}
