@@ -43,7 +43,8 @@ def test_errors_surface_as_exceptions(controller):
                "ok unnamed_shape_mismatch", "ok name_not_a_string",
                "ok pending_at_shutdown", "ok blocking_calls_run_cycles_here",
                "ok numpy_beside_blocking_torch", "ok blocking_call_releases_the_gil",
-               "ok native_args.input_not_a_tensor", "ok native_args.splits_not_ints")
+               "ok native_args.input_not_a_tensor", "ok native_args.splits_not_ints",
+               "ok numpy_beside_async_torch")
 
 
 def test_lifecycle_and_errors_before_init():

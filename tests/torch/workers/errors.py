@@ -263,6 +263,19 @@ def blocking_calls_run_on_the_caller():
            not other.is_alive() and sums == [2.0] * 20 and gathered == [[0, 0, 1, 1]] * 20,
            "alive %s, sums %s, gathered %s" % (other.is_alive(), sums[:3], gathered[:3]))
 
+    # The asynchronous torch path queues with the GIL held while the core's thread runs
+    # tutti.numpy's allocate callbacks, which need it: neither may wait for the other.
+    del gathered[:]
+    other = threading.Thread(target=numpy_allgathers)
+    other.start()
+    handles = [hvd.allreduce_async(torch.ones(1), name="mixed.async.%d" % i, op=hvd.Sum)
+               for i in range(20)]
+    sums = [hvd.synchronize(h).item() for h in handles]
+    other.join(60)
+    report("numpy_beside_async_torch",
+           not other.is_alive() and sums == [2.0] * 20 and gathered == [[0, 0, 1, 1]] * 20,
+           "alive %s, sums %s, gathered %s" % (other.is_alive(), sums[:3], gathered[:3]))
+
 
 def main():
     hvd.init()
