@@ -154,38 +154,29 @@ bool ToSubmission(PyObject* const* args, Submission* s) {
   return args[10] == Py_None || ToInts(args[10], &s->splits);
 }
 
-PyObject* TensorList(const std::vector<at::Tensor>& tensors) {
-  PyObject* list = PyList_New(static_cast<Py_ssize_t>(tensors.size()));
-  if (list == nullptr) return nullptr;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    PyObject* tensor = THPVariable_Wrap(tensors[i]);
-    if (tensor == nullptr) {
-      Py_DECREF(list);
-      return nullptr;
-    }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), tensor);
-  }
-  return list;
-}
-
-PyObject* IntList(const std::vector<int64_t>& values) {
+// A new list of convert(value) for each value; null with the Python error set on failure.
+template <typename T, typename Convert>
+PyObject* ToList(const std::vector<T>& values, Convert convert) {
   PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
   if (list == nullptr) return nullptr;
   for (size_t i = 0; i < values.size(); ++i) {
-    PyObject* value = PyLong_FromLongLong(values[i]);
-    if (value == nullptr) {
+    PyObject* item = convert(values[i]);
+    if (item == nullptr) {
       Py_DECREF(list);
       return nullptr;
     }
-    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), value);
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
   }
   return list;
 }
 
 // (done, outputs, ints), preceded by `handle` when it is not null.
 PyObject* ResultsTuple(PyObject* handle, const Results& results) {
-  PyObject* outputs = TensorList(results.outputs);
-  PyObject* ints = outputs ? IntList(results.ints) : nullptr;
+  PyObject* outputs =
+      ToList(results.outputs, [](const at::Tensor& tensor) { return THPVariable_Wrap(tensor); });
+  PyObject* ints = outputs ? ToList(results.ints, [](int64_t value) {
+    return PyLong_FromLongLong(value);
+  }) : nullptr;
   if (ints == nullptr) {
     Py_XDECREF(outputs);
     return nullptr;
