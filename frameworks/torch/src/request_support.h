@@ -12,8 +12,8 @@
 
 namespace tutti_torch {
 
-// Raises c10::Error (RuntimeError in Python) with `message`, remembering `status` for
-// TakeErrorStatus() on this thread.
+// Raises c10::Error with `message`, remembering `status` for TakeErrorStatus() on this
+// thread (python_entry.cc raises the tutti.common exception for it).
 [[noreturn]] void Fail(tutti_status status, const std::string& message);
 
 // The status behind the latest Fail() on this thread (TUTTI_OK if none); resets it.
