@@ -41,7 +41,8 @@ GPU_WARNING_FLAGS = ["-Wall", "-Wextra", "-Werror"]
 
 
 class BuildCore(build_ext):
-    """Compiles src/*/*.cc into tutti/common/libtutti_core.so."""
+    """Compiles src/*/*.cc into tutti/common/libtutti_core.so; the CPython module
+    tutti.common._host_requests is a plain extension (Python's headers and the C ABI's)."""
 
     def get_ext_filename(self, fullname):
         parts = fullname.split(".")
@@ -50,6 +51,8 @@ class BuildCore(build_ext):
         return super().get_ext_filename(fullname)
 
     def build_extension(self, ext):
+        if ext.name != "tutti.common.libtutti_core":
+            return super().build_extension(ext)
         compiler = _module_from(os.path.join(PACKAGE_DIR, "compiler.py"), "tutti_compiler")
         flags = _module_from(os.path.join(PACKAGE_DIR, "build_flags.py"), "tutti_build_flags")
         mpi = flags.mpi_flags()
@@ -111,8 +114,12 @@ setup(
     include_package_data=False,
     # The settings' ranges: read by tuttirun at run time, compiled into the core.
     package_data={"tutti.common": ["settings.def"]},
-    ext_modules=[Extension("tutti.common.libtutti_core",
-                           sources=sorted(glob.glob("src/*/*.cc")))],
+    ext_modules=[
+        Extension("tutti.common.libtutti_core", sources=sorted(glob.glob("src/*/*.cc"))),
+        Extension("tutti.common._host_requests", sources=["python_entry/host_requests.cc"],
+                  include_dirs=["include"], extra_compile_args=["-std=c++17", "-g0"],
+                  language="c++"),
+    ],
     cmdclass={"build_ext": BuildCore, "build_py": BuildPy},
     install_requires=["numpy", "pyyaml", "cloudpickle"],
     # tutti.ray and tutti.spark import their engine only when used.

@@ -25,6 +25,11 @@ _CODES = {
 }
 
 
+def codes():
+    """The dict numpy dtype -> tutti_dtype code of the supported dtypes (not to be changed)."""
+    return _CODES
+
+
 def supported():
     """The numpy dtypes tutti accepts here (bfloat16 only when ml_dtypes is installed)."""
     return list(_CODES)

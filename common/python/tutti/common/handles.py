@@ -116,19 +116,25 @@ ON_ALLOCATE = core.ALLOCATE_FN(_on_allocate)
 ON_DONE = ctypes.cast(core.lib.tutti_completion_done, core.DONE_FN)
 
 
-def submit(name, finish, keepalive, enqueue, output_dtypes=()):
-    """Registers a request and calls `enqueue(user_data)` -> tutti_status, which must pass
-    ON_DONE (and ON_ALLOCATE where needed) with `user_data` to the core.
+def submit(finish, keepalive, enqueue, output_dtypes=()):
+    """Registers a request and calls `enqueue(user_data)` -> (tutti_status, the request's
+    name), which must pass ON_DONE (and ON_ALLOCATE where needed) with `user_data` to the
+    core.
 
-    Returns the Handle; raises the core's error if the request was not queued.
+    Returns the Handle; raises the core's error if the request was not queued, and the
+    error enqueue raises for an argument it refuses.
     """
     if next(_submissions) % 256 == 0:
         _sweep()
-    handle = Handle(name, finish, keepalive, output_dtypes)
+    handle = Handle(None, finish, keepalive, output_dtypes)
     record = ctypes.addressof(handle.completion)
-    with _lock:
+    with _lock:  # registered first: the core may ask for an output before enqueue returns
         _pending[record] = handle
-    status = enqueue(ctypes.c_void_p(record))
+    try:
+        status, handle.name = enqueue(record)
+    except BaseException:
+        _forget(record)
+        raise
     if status != core.OK:
         _forget(record)
         core.check(status)

@@ -1,7 +1,8 @@
 """The one Python request layer of tutti-core: turns host arrays (numpy) and a
 collective's arguments into a tutti_request and queues it with the core.
 
-tutti.numpy's collectives are this layer with Horovod's signatures; tutti.common uses it
+One call into tutti.common._host_requests (a CPython module) reads the arrays, names the
+request and queues it. tutti.numpy's collectives are this layer with Horovod's signatures; tutti.common uses it
 for its own small collectives (init, elastic state), and frontends whose tensors live in
 host memory may hand it numpy views of them. Names come from tutti.common.naming, the
 process set's id from tutti.common.process_sets, completion from tutti.common.handles.
@@ -13,7 +14,7 @@ import threading
 
 import numpy
 
-from . import basics, core, dtypes, handles, naming, process_sets
+from . import _host_requests, basics, core, dtypes, handles, naming, process_sets
 from .basics import ReduceOp
 from .exceptions import InvalidArgumentError
 
@@ -73,26 +74,6 @@ def group(arrays, what):
     return list(arrays)
 
 
-def _views(arrays):
-    """A ctypes array of tutti_tensor views of `arrays`, and the shape buffers behind them.
-    (Built per request: this is the hot path of every call, so it avoids ctypes.cast and
-    numpy's `.ctypes` object, which cost microseconds each.)"""
-    views = (core.Tensor * max(len(arrays), 1))()
-    shapes = []
-    for i, array in enumerate(arrays):
-        shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
-        shapes.append(shape)
-        view = views[i]
-        view.data = _address(array)
-        view.dtype = dtypes.code_of(array.dtype)
-        view.ndim = array.ndim
-        view.shape = shape
-    return views, shapes
-
-
-_NO_ALLOCATE = core.ALLOCATE_FN()  # a NULL allocate callback: outputs are given
-
-
 class _ThreadState(threading.local):
     blocking = False  # set by run_blocking() while its call submits: that request is run
 
@@ -117,25 +98,12 @@ def run_blocking(start, *args):
     return handle.wait()
 
 
-def _address(array):
-    try:  # the cheapest way to an array's address; writable arrays only
-        return ctypes.addressof(ctypes.c_char.from_buffer(array))
-    except (TypeError, ValueError):  # read-only or empty
-        return array.__array_interface__["data"][0]
-
-
 def _same_arrays(a, b):
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def int32_buffer(count):
     return numpy.zeros(max(count, 1), dtype=numpy.int32)
-
-
-def _pointer(buffer):
-    if buffer is None:
-        return None
-    return buffer.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
 
 
 def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
@@ -149,44 +117,33 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
     builds the result synchronize() returns.
     """
     set_id = process_sets.request_id(process_set)
-    input_views, input_shapes = _views(inputs)
-    if outputs is None:
-        output_views, output_shapes = None, None
-    elif _same_arrays(outputs, inputs):  # in place: the same views serve as outputs
-        output_views, output_shapes = input_views, input_shapes
-    else:
-        output_views, output_shapes = _views(outputs)
-    name = naming.request_name(name, kind, set_id)  # last: a refused call consumes no number
-    # The core copies the request and the views while tutti_enqueue runs, but reads and
-    # writes the data, splits and result buffers until `done`.
-    keepalive = (inputs, outputs, splits, received_splits, result,
-                 input_views, input_shapes, output_views, output_shapes)
-
-    blocking = _this_thread.blocking
+    if outputs is not None and _same_arrays(outputs, inputs):
+        outputs = inputs  # in place: the same views serve as outputs
+    # The core copies the request and the views while it is queued, but reads and writes
+    # the data, splits and result buffers until `done`.
+    keepalive = (inputs, outputs, splits, received_splits, result)
+    run_seconds = _RUN_SLICE_SECONDS if _this_thread.blocking else -1.0
     _this_thread.blocking = False  # only the call's own request
+    reduce_op_code = basics.core_reduce_op(op)
 
     def enqueue(user_data):
-        request = core.Request(
-            name=name.encode(),
-            collective=collective,
-            process_set=set_id,
-            num_tensors=len(inputs),
-            inputs=input_views if inputs else None,
-            outputs=output_views,
-            allocate=handles.ON_ALLOCATE if allocates else _NO_ALLOCATE,
-            reduce_op=basics.core_reduce_op(op),
-            prescale=prescale,
-            postscale=postscale,
-            root_rank=root_rank,
-            splits=_pointer(splits),
-            received_splits=_pointer(received_splits),
-            result=_pointer(result),
-            done=handles.ON_DONE,
-            user_data=user_data,
-        )
-        if blocking:
-            return core.lib.tutti_run(ctypes.byref(request), _RUN_SLICE_SECONDS, None)
-        return core.lib.tutti_enqueue(ctypes.byref(request))
+        return _host_requests.submit(
+            name, kind, set_id, collective, inputs, outputs, allocates, reduce_op_code,
+            prescale, postscale, root_rank, splits, received_splits, result, user_data,
+            run_seconds)
 
     output_dtypes = [a.dtype for a in inputs] if allocates else ()
-    return handles.submit(name, finish, keepalive, enqueue, output_dtypes)
+    return handles.submit(finish, keepalive, enqueue, output_dtypes)
+
+
+# The module that queues a request in one call (common/python_entry/host_requests.cc), given
+# the core's functions, the allocate trampoline, the dtype codes and the naming rule.
+_host_requests.bind(
+    ctypes.cast(core.lib.tutti_enqueue, ctypes.c_void_p).value,
+    ctypes.cast(core.lib.tutti_run, ctypes.c_void_p).value,
+    ctypes.cast(core.lib.tutti_completion_done, ctypes.c_void_p).value,
+    ctypes.cast(handles.ON_ALLOCATE, ctypes.c_void_p).value,
+    dtypes.codes(),
+    dtypes.code_of,
+    naming.request_name,
+)

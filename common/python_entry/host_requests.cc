@@ -1,0 +1,256 @@
+// tutti.common._host_requests: queues one request on host arrays with the core in a single
+// call from Python (tutti/common/requests.py), instead of building the tutti_request and
+// its tensor views as ctypes objects, which cost 4-5 us per request.
+//
+//   bind(enqueue, run, done, allocate, codes, code_of, request_name)
+//       once per process: the addresses of tutti_enqueue, tutti_run, tutti_completion_done
+//       and the Python allocate trampoline (ctypes), the dict numpy dtype -> tutti_dtype
+//       code, the function that names an unsupported dtype (it raises), and
+//       tutti.common.naming.request_name.
+//   submit(name, kind, process_set, collective, inputs, outputs, allocates, reduce_op,
+//          prescale, postscale, root_rank, splits, received_splits, result, user_data,
+//          run_seconds) -> (tutti_status, request's name)
+//       name: the user's name or None, which request_name(name, kind, process_set) turns
+//       into the request's name once every array is accepted (a refused call consumes no
+//       number). inputs: a list of C-contiguous arrays; outputs: None (the core allocates
+//       through the trampoline when `allocates`), the inputs list itself (in place: the
+//       same views), or another list of arrays of the same shapes. splits,
+//       received_splits, result: int32 arrays or None. run_seconds >= 0: through tutti_run
+//       with that limit, else tutti_enqueue.
+//
+// The module knows no Python package of tutti: it links neither the core (its functions
+// arrive as addresses) nor numpy (arrays are read through the buffer protocol), so it
+// builds against Python's headers alone. The caller keeps every array alive until the
+// request is done; the core copies the views before the call returns. The GIL is released
+// while the core is called, as ctypes did: a cycle run by tutti_run, or the core's thread
+// that tutti_enqueue may wait on, can call the Python allocate trampoline.
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "tutti/c_api.h"
+
+namespace {
+
+using EnqueueFn = tutti_status (*)(const tutti_request*);
+using RunFn = tutti_status (*)(const tutti_request*, double, int32_t*);
+
+struct Bound {
+  EnqueueFn enqueue = nullptr;
+  RunFn run = nullptr;
+  tutti_done_fn done = nullptr;
+  tutti_allocate_fn allocate = nullptr;
+  PyObject* codes = nullptr;    // dict: numpy dtype -> tutti_dtype code
+  PyObject* code_of = nullptr;  // dtype -> code, raising for an unsupported one
+  PyObject* request_name = nullptr;  // (name, kind, set id) -> the request's name
+} bound;
+
+PyObject* dtype_attribute = nullptr;  // interned "dtype"
+
+// The views of one list of arrays; the shapes live beside them until the call returns.
+struct Views {
+  std::vector<tutti_tensor> tensors;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+bool DtypeCode(PyObject* array, tutti_dtype* code) {
+  PyObject* dtype = PyObject_GetAttr(array, dtype_attribute);
+  if (dtype == nullptr) return false;
+  PyObject* value = PyDict_GetItemWithError(bound.codes, dtype);  // borrowed
+  PyObject* owned = nullptr;
+  if (value == nullptr && !PyErr_Occurred()) {
+    // raises for an unsupported dtype
+    owned = PyObject_CallFunctionObjArgs(bound.code_of, dtype, nullptr);
+    value = owned;
+  }
+  Py_DECREF(dtype);
+  if (value == nullptr) return false;
+  const long number = PyLong_AsLong(value);
+  Py_XDECREF(owned);
+  if (number == -1 && PyErr_Occurred()) return false;
+  *code = static_cast<tutti_dtype>(number);
+  return true;
+}
+
+// Fills the view of one array: its address and shape through the buffer protocol (no
+// format asked for: numpy exports any dtype that way, ml_dtypes' bfloat16 included).
+bool ViewOf(PyObject* array, bool writable, tutti_tensor* tensor, std::vector<int64_t>* shape) {
+  Py_buffer buffer;
+  const int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+  if (PyObject_GetBuffer(array, &buffer, flags) != 0) return false;
+  tensor->data = buffer.buf;
+  tensor->ndim = buffer.ndim;
+  shape->assign(buffer.shape, buffer.shape + buffer.ndim);
+  PyBuffer_Release(&buffer);  // the caller keeps the array itself alive
+  if (!DtypeCode(array, &tensor->dtype)) return false;
+  tensor->shape = shape->data();
+  return true;
+}
+
+bool ToViews(PyObject* arrays, const char* what, bool writable, Views* views) {
+  if (!PyList_Check(arrays)) {
+    PyErr_Format(PyExc_TypeError, "%s must be a list of arrays, not %s", what,
+                 Py_TYPE(arrays)->tp_name);
+    return false;
+  }
+  const Py_ssize_t count = PyList_GET_SIZE(arrays);
+  views->tensors.resize(static_cast<size_t>(count));
+  views->shapes.resize(static_cast<size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (!ViewOf(PyList_GET_ITEM(arrays, i), writable, &views->tensors[i], &views->shapes[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The int32 buffer of an array, or null for None.
+bool Int32Buffer(PyObject* array, bool writable, int32_t** out) {
+  *out = nullptr;
+  if (array == Py_None) return true;
+  tutti_tensor tensor{};
+  std::vector<int64_t> shape;
+  if (!ViewOf(array, writable, &tensor, &shape)) return false;
+  if (tensor.dtype != TUTTI_INT32) {
+    PyErr_SetString(PyExc_TypeError, "splits, received_splits and result must be int32 arrays");
+    return false;
+  }
+  *out = static_cast<int32_t*>(tensor.data);
+  return true;
+}
+
+bool ToLong(PyObject* value, long long* out) {
+  *out = PyLong_AsLongLong(value);
+  return !(*out == -1 && PyErr_Occurred());
+}
+
+bool ToDouble(PyObject* value, double* out) {
+  *out = PyFloat_AsDouble(value);
+  return !(*out == -1.0 && PyErr_Occurred());
+}
+
+PyObject* Bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 7) {
+    PyErr_Format(PyExc_TypeError, "bind() takes 7 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  void* addresses[4];
+  for (int i = 0; i < 4; ++i) {
+    addresses[i] = PyLong_AsVoidPtr(args[i]);
+    if (addresses[i] == nullptr) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bind() got a NULL function");
+      return nullptr;
+    }
+  }
+  if (!PyDict_Check(args[4]) || !PyCallable_Check(args[5]) || !PyCallable_Check(args[6])) {
+    PyErr_SetString(PyExc_TypeError, "bind() needs a dict of dtype codes and two callables");
+    return nullptr;
+  }
+  bound.enqueue = reinterpret_cast<EnqueueFn>(addresses[0]);
+  bound.run = reinterpret_cast<RunFn>(addresses[1]);
+  bound.done = reinterpret_cast<tutti_done_fn>(addresses[2]);
+  bound.allocate = reinterpret_cast<tutti_allocate_fn>(addresses[3]);
+  Py_INCREF(args[4]);
+  Py_XDECREF(bound.codes);
+  bound.codes = args[4];
+  Py_INCREF(args[5]);
+  Py_XDECREF(bound.code_of);
+  bound.code_of = args[5];
+  Py_INCREF(args[6]);
+  Py_XDECREF(bound.request_name);
+  bound.request_name = args[6];
+  Py_RETURN_NONE;
+}
+
+PyObject* Submit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 16) {
+    PyErr_Format(PyExc_TypeError, "submit() takes 16 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  if (bound.enqueue == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "submit() before bind()");
+    return nullptr;
+  }
+  long long process_set = 0, collective = 0, reduce_op = 0, root_rank = 0, user_data = 0;
+  double prescale = 1.0, postscale = 1.0, run_seconds = -1.0;
+  if (!ToLong(args[2], &process_set) || !ToLong(args[3], &collective)) return nullptr;
+  PyObject* inputs = args[4];
+  PyObject* outputs = args[5];
+  Views input_views, output_views;
+  if (!ToViews(inputs, "inputs", false, &input_views)) return nullptr;
+  const tutti_tensor* output_tensors = nullptr;
+  if (outputs == inputs) {  // in place: the arrays were checked writable by the caller
+    output_tensors = input_views.tensors.data();
+  } else if (outputs != Py_None) {
+    if (!ToViews(outputs, "outputs", true, &output_views)) return nullptr;
+    output_tensors = output_views.tensors.data();
+  }
+  const int allocates = PyObject_IsTrue(args[6]);
+  int32_t* splits = nullptr;
+  tutti_request request = {};
+  if (allocates < 0 || !ToLong(args[7], &reduce_op) || !ToDouble(args[8], &prescale) ||
+      !ToDouble(args[9], &postscale) || !ToLong(args[10], &root_rank) ||
+      !Int32Buffer(args[11], false, &splits) ||
+      !Int32Buffer(args[12], true, &request.received_splits) ||
+      !Int32Buffer(args[13], true, &request.result) || !ToLong(args[14], &user_data) ||
+      !ToDouble(args[15], &run_seconds)) {
+    return nullptr;
+  }
+  // Named last: every argument is accepted by now.
+  PyObject* name =
+      PyObject_CallFunctionObjArgs(bound.request_name, args[0], args[1], args[2], nullptr);
+  if (name == nullptr) return nullptr;
+  request.name = PyUnicode_AsUTF8(name);  // lives as long as `name`
+  if (request.name == nullptr) {
+    Py_DECREF(name);
+    return nullptr;
+  }
+  request.collective = static_cast<tutti_collective>(collective);
+  request.process_set = static_cast<int32_t>(process_set);
+  request.num_tensors = static_cast<int32_t>(input_views.tensors.size());
+  request.inputs = request.num_tensors > 0 ? input_views.tensors.data() : nullptr;
+  request.outputs = output_tensors;
+  request.allocate = allocates ? bound.allocate : nullptr;
+  request.reduce_op = static_cast<tutti_reduce_op>(reduce_op);
+  request.prescale = prescale;
+  request.postscale = postscale;
+  request.root_rank = static_cast<int32_t>(root_rank);
+  request.splits = splits;
+  request.done = bound.done;
+  request.user_data = reinterpret_cast<void*>(static_cast<intptr_t>(user_data));
+
+  tutti_status status;
+  Py_BEGIN_ALLOW_THREADS
+  status = run_seconds >= 0 ? bound.run(&request, run_seconds, nullptr)
+                            : bound.enqueue(&request);
+  Py_END_ALLOW_THREADS
+  return Py_BuildValue("(iN)", static_cast<int>(status), name);
+}
+
+// A METH_FASTCALL function as the PyCFunction that PyMethodDef stores.
+PyCFunction FastCall(PyObject* (*function)(PyObject*, PyObject* const*, Py_ssize_t)) {
+  return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function));
+}
+
+PyMethodDef methods[] = {
+    {"bind", FastCall(&Bind), METH_FASTCALL, "Binds the core's functions and the dtype codes."},
+    {"submit", FastCall(&Submit), METH_FASTCALL,
+     "Queues (or runs) one request on host arrays; returns (status, name)."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "tutti.common._host_requests",
+    "Queues requests on host arrays with the tutti core.", -1, methods,
+    nullptr, nullptr, nullptr, nullptr,
+};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__host_requests(void) {
+  dtype_attribute = PyUnicode_InternFromString("dtype");
+  if (dtype_attribute == nullptr) return nullptr;
+  return PyModule_Create(&module_def);
+}

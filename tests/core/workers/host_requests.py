@@ -1,0 +1,81 @@
+"""How tutti.numpy hands arrays to the core (tutti.common._host_requests), on 2 or 3 ranks:
+`host_requests.py`.
+
+1. arrays: read-only, non-contiguous (out of place), 0-d and empty inputs reduce correctly;
+   an in-place call on a read-only array is refused before anything is queued.
+2. refused: a grouped call refused for its second array's dtype raises InvalidArgumentError,
+   consumes no number of an unnamed request and leaves no request pending; the next
+   unnamed request still matches across ranks.
+3. misuse: the module's own argument checks raise TypeError with a message.
+Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
+"""
+
+import sys
+
+import numpy as np
+
+import tutti.numpy as hvd
+from reference import Checker, say
+from tutti.common import _host_requests, handles
+
+
+def arrays(check):
+    size = check.size
+    read_only = np.arange(6, dtype=np.float64).reshape(2, 3)
+    read_only.flags.writeable = False
+    check.equal("arrays.read_only", hvd.allreduce(read_only, op=hvd.Sum), read_only * size)
+    strided = np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::2]
+    check.equal("arrays.strided", hvd.allreduce(strided, op=hvd.Sum), strided * size)
+    check.equal("arrays.scalar", hvd.allreduce(np.float32(check.rank), op=hvd.Sum),
+                np.asarray(sum(range(size)), dtype=np.float32))
+    check.equal("arrays.empty", hvd.allreduce(np.ones((0, 3), np.float32)),
+                np.ones((0, 3), np.float32))
+    message = check.expect_error("arrays.in_place_read_only", hvd.InvalidArgumentError,
+                                 lambda: hvd.allreduce_(read_only))
+    say("rank %d: arrays: %s" % (check.rank, message))
+
+
+def refused(check):
+    pending = len(handles._pending)
+    message = check.expect_error(
+        "refused.dtype", hvd.InvalidArgumentError,
+        lambda: hvd.grouped_allreduce_async([np.ones(2), np.ones(2, np.complex64)]))
+    say("rank %d: refused: %s" % (check.rank, message))
+    if len(handles._pending) != pending:
+        check.fail("refused.pending", "%d requests pending after a refused call, %d before"
+                   % (len(handles._pending), pending))
+    handle = hvd.grouped_allreduce_async([np.ones(2), np.ones(3)], op=hvd.Sum)
+    if handle.name != "grouped_allreduce.noname.0":
+        check.fail("refused.name", "the next unnamed request is %r" % handle.name)
+    got = hvd.synchronize(handle)
+    check.equal("refused.next", got[1], np.full(3, check.size, np.float64))
+    say("rank %d: refused: next is %s" % (check.rank, handle.name))
+
+
+def misuse(check):
+    calls = {
+        "inputs": lambda: _host_requests.submit(None, "allreduce", 0, 0, (np.ones(1),), None,
+                                                False, 0, 1.0, 1.0, 0, None, None, None, 0,
+                                                -1.0),
+        "count": lambda: _host_requests.submit(None),
+        "splits": lambda: _host_requests.submit(None, "alltoall", 0, 0, [np.ones(2)], None,
+                                                True, 0, 1.0, 1.0, 0, np.ones(2), None, None,
+                                                0, -1.0),
+    }
+    for label, call in calls.items():
+        message = check.expect_error("misuse." + label, TypeError, call)
+        say("rank %d: misuse: %s: %s" % (check.rank, label, message))
+
+
+def main():
+    hvd.init()
+    check = Checker()
+    arrays(check)
+    refused(check)
+    misuse(check)
+    hvd.shutdown()
+    return check.report()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
