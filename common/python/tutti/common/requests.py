@@ -117,8 +117,8 @@ def submit(collective, kind, name, process_set, inputs, finish, outputs=None,
     builds the result synchronize() returns.
     """
     set_id = process_sets.request_id(process_set)
-    if outputs is not None and _same_arrays(outputs, inputs):
-        outputs = inputs  # in place: the same views serve as outputs
+    if outputs is not None and outputs is not inputs and _same_arrays(outputs, inputs):
+        outputs = inputs  # in place: one list, so the module reuses the inputs' views
     # The core copies the request and the views while it is queued, but reads and writes
     # the data, splits and result buffers until `done`.
     keepalive = (inputs, outputs, splits, received_splits, result)

@@ -43,7 +43,8 @@ def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscal
     """Starts an in-place allreduce of the C-contiguous numpy array `array`; returns a
     handle for synchronize()."""
     requests.check_in_place(array)
-    return _reduce_async(core.ALLREDUCE, "allreduce", [array], [array], op, name,
+    arrays = [array]  # one list as inputs and outputs: in place
+    return _reduce_async(core.ALLREDUCE, "allreduce", arrays, arrays, op, name,
                          prescale_factor, postscale_factor, process_set, grouped=False)
 
 
