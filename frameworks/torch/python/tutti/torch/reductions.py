@@ -163,8 +163,17 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None,
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` across the ranks of `process_set` in place and returns it."""
-    return run_blocking(allreduce_async_, tensor, average, name, op, prescale_factor,
-                        postscale_factor, process_set)
+    # allreduce_async_ and synchronize() in one, without a handle or a result closure
+    # (this is the small-request path a training loop's metric averaging takes).
+    op, prescale, postscale = _reduce_args(op, average, prescale_factor, postscale_factor)
+    source = requests.contiguous(tensor)
+    if op == Adasum:
+        adasum.check_ranks(op, process_set)
+    requests.run(Collective.ALLREDUCE, "allreduce", name, process_set, [source], [source],
+                 op=op, prescale=prescale, postscale=postscale)
+    if source is not tensor and tensor.data_ptr() != source.data_ptr():
+        tensor.data.copy_(source)  # a staging copy (not contiguous, or requiring grad)
+    return tensor
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None,

@@ -93,18 +93,38 @@ def contiguous(tensor):
     return tensor.contiguous()
 
 
+def _arguments(collective, kind, name, process_set, inputs, outputs, op, prescale, postscale,
+               root_rank, splits):
+    """The native calls' arguments; names the request (last: a call refused by a check
+    before this takes no number)."""
+    set_id = process_sets.request_id(process_set)
+    if type(name) is not str or not name:  # (a given name needs no numbering)
+        name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
+    return (collective, name, kind, set_id, inputs, outputs, core_reduce_op(op),
+            float(prescale), float(postscale), int(root_rank), splits)
+
+
+def run(collective, kind, name, process_set, inputs, outputs=None, op=0, prescale=1.0,
+        postscale=1.0, root_rank=0, splits=None):
+    """submit() and synchronize() in one, for a synchronous call that builds its result
+    itself: runs the request through the native `run` (as run_blocking does, without a
+    handle) and returns its (outputs, extra)."""
+    number, done, outputs, extra = _run(*_arguments(
+        collective, kind, name, process_set, inputs, outputs, op, prescale, postscale,
+        root_rank, splits), _WAIT_SLICE_SECONDS)
+    while not done:  # in slices, so that Ctrl-C is noticed
+        done, outputs, extra = _wait(number, _WAIT_SLICE_SECONDS)
+    return outputs, extra
+
+
 def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op=0,
            prescale=1.0, postscale=1.0, root_rank=0, splits=None):
     """Queues one request and returns its handle. inputs (and outputs, when the result
     lands in given tensors) are contiguous CPU tensors; without outputs the core
     allocates them. finish(outputs, extra) builds what synchronize() returns; extra holds
     alltoall's received splits or join's last rank."""
-    set_id = process_sets.request_id(process_set)
-    if type(name) is not str or not name:  # (a given name needs no numbering)
-        # Named last: a call refused by a check above takes no number.
-        name = naming.request_name(check_name(name), kind, set_id, prefix="torch")
-    arguments = (collective, name, kind, set_id, inputs, outputs, core_reduce_op(op),
-                 float(prescale), float(postscale), int(root_rank), splits)
+    arguments = _arguments(collective, kind, name, process_set, inputs, outputs, op, prescale,
+                           postscale, root_rank, splits)
     if _this_thread.blocking:
         _this_thread.blocking = False  # only the call's own request
         number, done, outputs, extra = _run(*arguments, _WAIT_SLICE_SECONDS)
