@@ -7,10 +7,17 @@
    consumes no number of an unnamed request and leaves no request pending; the next
    unnamed request still matches across ranks.
 3. misuse: the module's own argument checks raise TypeError with a message.
+4. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
+   KeyboardInterrupt; the request stays pending with its array, which holds the sum once
+   the peer joins.
 Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
 """
 
+import os
+import signal
 import sys
+import threading
+import time
 
 import numpy as np
 
@@ -67,12 +74,30 @@ def misuse(check):
         say("rank %d: misuse: %s: %s" % (check.rank, label, message))
 
 
+def interrupted(check):
+    x = np.full(3, check.rank + 1, np.float64)
+    pending = len(handles._pending)
+    if check.rank == 0:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        check.expect_error("interrupted", KeyboardInterrupt,
+                           lambda: hvd.allreduce_(x, op=hvd.Sum, name="late"))
+        if len(handles._pending) != pending + 1:
+            check.fail("interrupted.kept", "the interrupted request is not kept")
+    else:
+        time.sleep(1.5)  # rank 0 is interrupted meanwhile
+        hvd.allreduce_(x, op=hvd.Sum, name="late")
+    hvd.barrier()  # every rank's request has completed: rank 0's core wrote x
+    check.equal("interrupted.sum", x, np.full(3, sum(range(1, check.size + 1)), np.float64))
+    say("rank %d: interrupted: ok" % check.rank)
+
+
 def main():
     hvd.init()
     check = Checker()
     arrays(check)
     refused(check)
     misuse(check)
+    interrupted(check)
     hvd.shutdown()
     return check.report()
 

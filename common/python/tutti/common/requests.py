@@ -98,6 +98,30 @@ def run_blocking(start, *args):
     return handle.wait()
 
 
+def _no_result(allocated):
+    return None
+
+
+def run(collective, kind, name, process_set, arrays, op, prescale, postscale):
+    """An in-place request on `arrays` (inputs and outputs) submitted and waited for, for a
+    synchronous call that needs no handle (allreduce_): through tutti_run, without a
+    result function or a pending entry. Raises the request's error."""
+    set_id = process_sets.request_id(process_set)
+    handle = handles.Handle(None, _no_result, arrays)
+    status, handle.name = _host_requests.submit(
+        name, kind, set_id, collective, arrays, arrays, False, basics.core_reduce_op(op),
+        prescale, postscale, 0, None, None, None, ctypes.addressof(handle.completion),
+        _RUN_SLICE_SECONDS)
+    if status != core.OK:
+        core.check(status)
+    try:
+        handle.wait()
+    except BaseException:
+        if not handle.done():  # interrupted: the core still writes the record and arrays
+            handles.keep(handle)
+        raise
+
+
 def _same_arrays(a, b):
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 

@@ -63,8 +63,14 @@ def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_facto
 def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Like allreduce(), but writes the result into `array` and returns it."""
-    return requests.run_blocking(allreduce_async_, array, op, name, prescale_factor,
-                                 postscale_factor, process_set)
+    # allreduce_async_() and synchronize() in one, without a handle's result function.
+    requests.check_in_place(array)
+    op = requests.reduce_op(op)
+    adasum.check_ranks(op, process_set)
+    requests.run(core.ALLREDUCE, "allreduce", name, process_set, [array], op,
+                 requests.scale_factor(prescale_factor, "prescale_factor"),
+                 requests.scale_factor(postscale_factor, "postscale_factor"))
+    return array
 
 
 # ---- grouped allreduce ----
