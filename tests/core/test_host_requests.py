@@ -1,6 +1,7 @@
 """tutti.numpy's way into the core (the CPython module tutti.common._host_requests) on 2 and
 3 ranks under MPI and Gloo (workers/host_requests.py): the arrays it accepts, a refused call
-that leaves no trace, and the module's own argument errors, and an allreduce_ interrupted by Ctrl-C."""
+that leaves no trace, the module's own argument errors, and an allreduce_ interrupted by
+Ctrl-C."""
 
 import sys
 

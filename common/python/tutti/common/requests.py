@@ -2,10 +2,11 @@
 collective's arguments into a tutti_request and queues it with the core.
 
 One call into tutti.common._host_requests (a CPython module) reads the arrays, names the
-request and queues it. tutti.numpy's collectives are this layer with Horovod's signatures; tutti.common uses it
-for its own small collectives (init, elastic state), and frontends whose tensors live in
-host memory may hand it numpy views of them. Names come from tutti.common.naming, the
-process set's id from tutti.common.process_sets, completion from tutti.common.handles.
+request and queues it. tutti.numpy's collectives are this layer with Horovod's
+signatures; tutti.common uses it for its own small collectives (init, elastic state), and
+frontends whose tensors live in host memory may hand it numpy views of them. Names come
+from tutti.common.naming, the process set's id from tutti.common.process_sets, completion
+from tutti.common.handles.
 """
 
 import ctypes

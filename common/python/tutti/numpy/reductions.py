@@ -7,13 +7,19 @@ from tutti.common.basics import Average
 from tutti.common.process_sets import global_process_set
 
 
-def _reduce_async(collective, kind, sources, outputs, op, name, prescale_factor,
-                  postscale_factor, process_set, grouped):
+def _reduce_args(collective, op, prescale_factor, postscale_factor, process_set):
+    """The checked operator and scale factors of a reduction."""
     op = requests.reduce_op(op)
     if collective == core.ALLREDUCE:
         adasum.check_ranks(op, process_set)
-    prescale = requests.scale_factor(prescale_factor, "prescale_factor")
-    postscale = requests.scale_factor(postscale_factor, "postscale_factor")
+    return (op, requests.scale_factor(prescale_factor, "prescale_factor"),
+            requests.scale_factor(postscale_factor, "postscale_factor"))
+
+
+def _reduce_async(collective, kind, sources, outputs, op, name, prescale_factor,
+                  postscale_factor, process_set, grouped):
+    op, prescale, postscale = _reduce_args(collective, op, prescale_factor, postscale_factor,
+                                           process_set)
     if outputs is not None:  # allreduce: results land in the given arrays
         def finish(allocated):
             return list(outputs) if grouped else outputs[0]
@@ -65,11 +71,8 @@ def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_fact
     """Like allreduce(), but writes the result into `array` and returns it."""
     # allreduce_async_() and synchronize() in one, without a handle's result function.
     requests.check_in_place(array)
-    op = requests.reduce_op(op)
-    adasum.check_ranks(op, process_set)
-    requests.run(core.ALLREDUCE, "allreduce", name, process_set, [array], op,
-                 requests.scale_factor(prescale_factor, "prescale_factor"),
-                 requests.scale_factor(postscale_factor, "postscale_factor"))
+    args = _reduce_args(core.ALLREDUCE, op, prescale_factor, postscale_factor, process_set)
+    requests.run(core.ALLREDUCE, "allreduce", name, process_set, [array], *args)
     return array
 
 

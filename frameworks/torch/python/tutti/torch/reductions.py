@@ -27,6 +27,14 @@ def _set_size(process_set):
 
 # ---- allreduce ----
 
+def _copy_back(targets, staged):
+    """In-place results go back where a tensor was staged (not contiguous, or requiring
+    grad: contiguous() gave another tensor)."""
+    for target, source in zip(targets, staged):
+        if source is not target and target.data_ptr() != source.data_ptr():
+            target.data.copy_(source)
+
+
 def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, in_place,
                      grouped):
     if op == Adasum:
@@ -35,10 +43,8 @@ def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, 
     outputs = sources if in_place else [torch.empty_like(s) for s in sources]
 
     def finish(results, extra):
-        if in_place:  # copy back where the tensor was not contiguous (staging copies)
-            for target, staged in zip(tensors, sources):
-                if staged is not target and target.data_ptr() != staged.data_ptr():
-                    target.data.copy_(staged)
+        if in_place:
+            _copy_back(tensors, sources)
             results = list(tensors)
         return list(results) if grouped else results[0]
 
@@ -171,8 +177,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
         adasum.check_ranks(op, process_set)
     requests.run(Collective.ALLREDUCE, "allreduce", name, process_set, [source], [source],
                  op=op, prescale=prescale, postscale=postscale)
-    if source is not tensor and tensor.data_ptr() != source.data_ptr():
-        tensor.data.copy_(source)  # a staging copy (not contiguous, or requiring grad)
+    _copy_back([tensor], [source])
     return tensor
 
 
