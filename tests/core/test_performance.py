@@ -48,6 +48,17 @@ def test_blocking_calls_run_their_cycles_on_the_calling_thread(controller, np_):
     run("caller", controller, np_)
 
 
+@pytest.mark.parametrize("controller", CONTROLLERS)
+@pytest.mark.parametrize("np_", [2, 3])
+def test_a_step_split_over_cycles_opens_the_next_cycle_at_once(controller, np_):
+    run("followup", controller, np_, env={"TUTTI_SHM": "on"}, args=["yes"])
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
+def test_without_shared_memory_in_flight_requests_wait_for_the_cycle_time(controller):
+    run("followup", controller, env={"TUTTI_SHM": "off"}, args=["no"])
+
+
 def load_trace(path):
     with open(path) as f:
         events = json.load(f)  # must be valid JSON

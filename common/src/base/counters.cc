@@ -15,6 +15,7 @@ const char* const kCounterNames[kCounterCount] = {
     "allreduce_bytes",
     "stall_warnings",
     "caller_cycles",
+    "follow_up_cycles",
     "cycle_time_us",
     "fusion_threshold_bytes",
     "cache_enabled",

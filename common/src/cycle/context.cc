@@ -94,6 +94,7 @@ Context::Context(const Config& config, std::unique_ptr<Transport> transport)
       fusion_threshold_(config.fusion_threshold_bytes) {
   // Polling for the next request only pays when this host's ranks do not outnumber its CPUs.
   spin_before_sleep_ = topology_.local_size <= sysconf(_SC_NPROCESSORS_ONLN);
+  follow_up_cycles_ = transport_->WaitsCheaplyForFlags();
   if (config.autotune && topology_.rank == 0) {
     autotune_.reset(new AutotuneSession(config));
   }
@@ -194,7 +195,18 @@ Context::Clock::duration Context::Period() {
   return kIdleTick;
 }
 
+bool Context::FollowUpDue() {
+  // A cycle did work and requests are still in flight here: the other ranks are most likely
+  // still submitting the same step, and the rest follows within microseconds. Open the next
+  // cycle at once and let the flag exchange wait for them (cheaply, or this is off); waiting
+  // out the cycle time instead would add up to a whole period to the step. A cycle that did
+  // nothing falls back to the period, so requests that never match cannot spin the loop.
+  return follow_up_cycles_ && last_cycle_worked_.load(std::memory_order_relaxed) &&
+         !queue_.Empty();
+}
+
 void Context::WaitForCycle() {
+  if (FollowUpDue()) return;
   // Right after a cycle that did work, the next request usually follows within
   // microseconds (the caller waited for this one): look for it for a short while, yielding
   // the CPU, before paying for a sleep and a wake-up (~40 us each way on small VMs).
@@ -233,7 +245,9 @@ void Context::Loop() {
     WaitForCycle();
     cycle.lock();
     if (loop_over_) break;
-    if (CycleDue() && !RunCycle()) break;
+    const bool follow_up = FollowUpDue();
+    if (follow_up) counters_.Add(kFollowUpCycles);
+    if ((follow_up || CycleDue()) && !RunCycle()) break;
     cycle.unlock();
   }
   // Still holding the cycle mutex: callers see loop_over_ and run no more cycles.

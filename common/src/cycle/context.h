@@ -107,6 +107,9 @@ class Context {
   // Whether the background thread should run a cycle now (cycle mutex held): callers may
   // have run one since it went to sleep.
   bool CycleDue();
+  // Whether to open the next cycle at once because the last one did work and requests are
+  // still in flight here.
+  bool FollowUpDue();
   Clock::duration Period();
   // Tells the background thread about new requests (and wakes it if it sleeps).
   void Wake();
@@ -177,6 +180,7 @@ class Context {
   std::atomic<bool> new_requests_hint_{false};
   std::atomic<bool> sleeping_{false};
   bool spin_before_sleep_ = false;  // ranks fit the CPUs: polling briefly is cheap
+  bool follow_up_cycles_ = false;   // the transport waits for flags cheaply (FollowUpDue)
   bool stop_requested_ = false;    // guarded by wake_mutex_
   // A collective failed in the transport (a peer died or stopped answering): this generation
   // of the job is over; the loop ends after the cycle and aborts the transport.

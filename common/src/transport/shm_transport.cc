@@ -92,6 +92,10 @@ class SharedMemoryTransport : public Transport {
     return Status::OK();
   }
 
+  // The shared-memory wait spins briefly, yields, then sleeps on a futex; a peer's arrival
+  // wakes it.
+  bool WaitsCheaplyForFlags() override { return Local(TUTTI_GLOBAL_PROCESS_SET) != nullptr; }
+
   Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) override {
     Status s = inner_->AddProcessSet(id, ranks);
     if (!s.ok()) return s;

@@ -13,6 +13,9 @@
   autotune  allreduce steps until rank 0's autotune converges; all ranks agree on the setting
   caller    blocking calls back to back (named and unnamed, allreduce, allgather, broadcast):
             right results, and cycles ran on the calling thread (tutti_run)
+  followup  a step of two allreduces whose second the last rank submits late: right
+            results; the other ranks opened a cycle at once after the first one (argument
+            "yes") or never did ("no": the flag exchange does not run in shared memory)
 
 Each rank prints "rank R: ok" when its checks pass, and an assertion error otherwise.
 """
@@ -182,6 +185,28 @@ def caller(rank, size):
     say("rank %d: %d cycles ran on the calling thread" % (rank, ran))
 
 
+def followup(rank, size, expected):
+    before = hvd.counters()["follow_up_cycles"]
+    late = rank == size - 1
+    for step in range(3):
+        first = hvd.allreduce_async(np.full(4, float(rank), np.float32), name="first",
+                                    op=hvd.Sum)
+        if late:
+            hvd.synchronize(first)  # the others' "second" waits in flight meanwhile
+            time.sleep(0.1)
+        second = hvd.allreduce_async(np.full(4, float(rank + step), np.float32),
+                                     name="second", op=hvd.Sum)
+        check_sum(hvd.synchronize(first), sum(range(size)), "first %d" % step)
+        check_sum(hvd.synchronize(second), sum(r + step for r in range(size)),
+                  "second %d" % step)
+    opened = hvd.counters()["follow_up_cycles"] - before
+    if expected == "no":
+        assert opened == 0, "%d follow-up cycles without shared memory" % opened
+    elif not late:
+        assert opened >= 3, "%d follow-up cycles in 3 split steps" % opened
+    say("rank %d: %d follow-up cycles" % (rank, opened))
+
+
 def main():
     scenario = sys.argv[1]
     hvd.init()
@@ -206,6 +231,8 @@ def main():
         autotune(rank, size)
     elif scenario == "caller":
         caller(rank, size)
+    elif scenario == "followup":
+        followup(rank, size, sys.argv[2])
     else:
         raise SystemExit("unknown scenario %r" % scenario)
     say("rank %d: ok" % rank)
