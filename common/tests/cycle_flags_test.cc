@@ -26,6 +26,7 @@ TEST(CycleFlagsTest, AnyRankFactsAreOrsAndReadinessIsAnAnd) {
   CycleFlags agreed = DecodeAgreedFlags(And({EncodeFlags(a, slots), EncodeFlags(b, slots)}), slots);
   EXPECT_TRUE(agreed.negotiate);
   EXPECT_TRUE(agreed.busy);
+  EXPECT_FALSE(agreed.busy_everywhere);  // b has nothing in flight
   EXPECT_FALSE(agreed.shutdown);
   EXPECT_FALSE(agreed.joined);
   EXPECT_TRUE(agreed.ready.Test(0));
@@ -38,10 +39,24 @@ TEST(CycleFlagsTest, AnyRankFactsAreOrsAndReadinessIsAnAnd) {
   EXPECT_EQ(listed, std::vector<int>{64});
 }
 
+TEST(CycleFlagsTest, BusyEverywhereNeedsEveryRank) {
+  CycleFlags a, b, c;
+  a.busy = b.busy = c.busy = true;
+  CycleFlags agreed =
+      DecodeAgreedFlags(And({EncodeFlags(a, 1), EncodeFlags(b, 1), EncodeFlags(c, 1)}), 1);
+  EXPECT_TRUE(agreed.busy && agreed.busy_everywhere);
+  EXPECT_FALSE(agreed.negotiate || agreed.shutdown || agreed.joined);
+  c.busy = false;
+  agreed = DecodeAgreedFlags(And({EncodeFlags(a, 1), EncodeFlags(b, 1), EncodeFlags(c, 1)}), 1);
+  EXPECT_TRUE(agreed.busy);
+  EXPECT_FALSE(agreed.busy_everywhere);
+}
+
 TEST(CycleFlagsTest, QuietRanksAgreeOnNothing) {
   CycleFlags a;
   CycleFlags agreed = DecodeAgreedFlags(And({EncodeFlags(a, 3), EncodeFlags(a, 3)}), 3);
-  EXPECT_FALSE(agreed.negotiate || agreed.busy || agreed.shutdown || agreed.joined);
+  EXPECT_FALSE(agreed.negotiate || agreed.busy || agreed.busy_everywhere || agreed.shutdown ||
+               agreed.joined);
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(agreed.ready.Test(i) || agreed.invalidate.Test(i));
   EXPECT_FALSE(agreed.ready.Any() || agreed.invalidate.Any());
 }

@@ -21,7 +21,7 @@ enum Counter : int {
   kAllreduceBytes,      // bytes of every allreduced tensor
   kStallWarnings,       // stall reports logged
   kCallerCycles,        // cycles run by a thread inside tutti_run, not the core's thread
-  kFollowUpCycles,      // cycles opened at once after one that did work (Context::FollowUpDue)
+  kFollowUpCycles,      // cycles opened at once for requests in flight (Context::FollowUpDue)
   // Settings in force (gauges).
   kCycleTimeMicros,
   kFusionThresholdBytes,

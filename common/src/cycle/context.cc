@@ -196,13 +196,16 @@ Context::Clock::duration Context::Period() {
 }
 
 bool Context::FollowUpDue() {
-  // A cycle did work and requests are still in flight here: the other ranks are most likely
-  // still submitting the same step, and the rest follows within microseconds. Open the next
-  // cycle at once and let the flag exchange wait for them (cheaply, or this is off); waiting
-  // out the cycle time instead would add up to a whole period to the step. A cycle that did
-  // nothing falls back to the period, so requests that never match cannot spin the loop.
-  return follow_up_cycles_ && last_cycle_worked_.load(std::memory_order_relaxed) &&
-         !queue_.Empty();
+  // Requests are in flight here, and either the last cycle did work (the other ranks are
+  // most likely still submitting the same step: the rest follows within microseconds) or
+  // some rank had nothing in flight (it has not started the step yet). Open the next cycle
+  // at once and let the flag exchange wait for the others (cheaply, or this is off): a late
+  // rank then finds everyone waiting, instead of waiting out their cycle time. When every
+  // rank had requests in flight and none matched, the cycle time applies, so requests that
+  // never match cannot spin the loop; nor can a rank with nothing in flight, which sleeps.
+  if (!follow_up_cycles_ || queue_.Empty()) return false;
+  return last_cycle_worked_.load(std::memory_order_relaxed) ||
+         !busy_everywhere_.load(std::memory_order_relaxed);
 }
 
 void Context::WaitForCycle() {
@@ -292,6 +295,7 @@ Status Context::AgreeFlags(CycleFlags* agreed) {
   if (!s.ok()) return s;
   *agreed = DecodeAgreedFlags(words, slots);
   busy_anywhere_.store(agreed->busy, std::memory_order_relaxed);
+  busy_everywhere_.store(agreed->busy_everywhere, std::memory_order_relaxed);
   return Status::OK();
 }
 

@@ -166,6 +166,7 @@ class Context {
   bool joined_here_ = false;
   // Written by cycles, read by the background thread while it decides how long to sleep.
   std::atomic<bool> busy_anywhere_{false};
+  std::atomic<bool> busy_everywhere_{false};
   std::atomic<bool> last_cycle_worked_{false};
   std::atomic<Clock::rep> last_cycle_start_{0};
   std::atomic<bool> device_requests_seen_{false};  // Run() then leaves requests to the thread

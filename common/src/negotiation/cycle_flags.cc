@@ -8,6 +8,8 @@ enum HeaderBit : uint64_t {
   kShutdown = 1u << 1,
   kJoined = 1u << 2,
   kBusy = 1u << 3,
+  // All-rank facts in the header (plain, not inverted).
+  kBusyEverywhere = 1u << 4,
 };
 
 size_t BitmapWords(int slots) { return SlotBits::WordsFor(slots); }
@@ -35,7 +37,7 @@ std::vector<uint64_t> EncodeFlags(const CycleFlags& mine, int slots) {
   if (mine.shutdown) header |= kShutdown;
   if (mine.joined) header |= kJoined;
   if (mine.busy) header |= kBusy;
-  words[0] = ~header;
+  words[0] = (~header & ~uint64_t(kBusyEverywhere)) | (mine.busy ? kBusyEverywhere : 0);
   for (size_t i = 0; i < n; ++i) {
     const uint64_t valid = ValidMask(slots, i);
     words[1 + i] = WordOf(mine.ready, i) & valid;
@@ -52,6 +54,7 @@ CycleFlags DecodeAgreedFlags(const std::vector<uint64_t>& all_anded, int slots) 
   agreed.shutdown = any & kShutdown;
   agreed.joined = any & kJoined;
   agreed.busy = any & kBusy;
+  agreed.busy_everywhere = all_anded[0] & kBusyEverywhere;
   agreed.ready = SlotBits(slots);
   agreed.invalidate = SlotBits(slots);
   for (size_t i = 0; i < n; ++i) {

@@ -71,6 +71,7 @@ struct CycleFlags {
   bool busy = false;       // requests in flight (keeps the others cycling promptly)
   SlotBits invalidate;     // per cache slot
   // All-rank facts.
+  bool busy_everywhere = false;  // agreed only: every rank has requests in flight (`busy`)
   SlotBits ready;  // per cache slot
 };
 

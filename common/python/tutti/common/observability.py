@@ -26,8 +26,8 @@ def counters():
     """The core's counters since init(), as a dict: cycles, negotiations, cache_hits,
     cache_misses, cache_invalidations, requests_done, allreduce_collectives, fused_tensors,
     fused_bytes, allreduce_bytes, stall_warnings, caller_cycles (cycles run by a blocking
-    call on its own thread), follow_up_cycles (cycles opened at once after one that did
-    work, with requests still in flight here), and the settings in force
+    call on its own thread), follow_up_cycles (cycles opened at once for requests in flight
+    here, instead of after the cycle time), and the settings in force
     (cycle_time_us, fusion_threshold_bytes, cache_enabled, autotune_samples,
     autotune_converged)."""
     count = core.lib.tutti_counter_count()

@@ -35,21 +35,32 @@ def _copy_back(targets, staged):
             target.data.copy_(source)
 
 
+def _first_result(results, extra):
+    return results[0]
+
+
+def _result_list(results, extra):
+    return list(results)
+
+
 def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, in_place,
                      grouped):
+    """Queues the allreduce of `tensors` (checked by the caller). Every gradient of
+    DistributedOptimizer comes through here: it builds no more than the request needs."""
     if op == Adasum:
         adasum.check_ranks(op, process_set)
-    sources = [requests.contiguous(t) for t in tensors]
-    outputs = sources if in_place else [torch.empty_like(s) for s in sources]
+    sources = [requests.data_of(t) for t in tensors]
+    if in_place:
+        outputs = sources
 
-    def finish(results, extra):
-        if in_place:
+        def finish(results, extra):
             _copy_back(tensors, sources)
-            results = list(tensors)
-        return list(results) if grouped else results[0]
-
+            return list(tensors) if grouped else tensors[0]
+    else:
+        outputs = [torch.empty_like(s) for s in sources]
+        finish = _result_list if grouped else _first_result
     return requests.submit(Collective.ALLREDUCE, kind, name, process_set, sources, finish,
-                           outputs=outputs, op=op, prescale=prescale, postscale=postscale)
+                           outputs, op, prescale, postscale)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,

@@ -85,12 +85,17 @@ def integer(value, label):
     return int(value)
 
 
-def contiguous(tensor):
-    """`tensor`'s data as a contiguous tensor outside autograd (a copy only when needed)."""
-    check_tensor(tensor)
+def data_of(tensor):
+    """A checked tensor's data as a contiguous tensor outside autograd (a copy only when
+    needed)."""
     if tensor.requires_grad:  # detach() makes a new tensor object: only when needed
         tensor = tensor.detach()
     return tensor.contiguous()
+
+
+def contiguous(tensor):
+    """check_tensor(), then data_of()."""
+    return data_of(check_tensor(tensor))
 
 
 def _arguments(collective, kind, name, process_set, inputs, outputs, op, prescale, postscale,
