@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "output_pool.h"
 #include "request_support.h"
 
 namespace tutti_torch {
@@ -35,8 +36,9 @@ bool Request::Wait(double timeout_seconds) {
 }
 
 // Outputs whose shape is known only after negotiation: a contiguous tensor of the request's
-// dtype on its device. Zero-element outputs get one element of storage so that the core
-// never sees a NULL buffer.
+// dtype on its device, from the output pool (reused storage for large CPU outputs).
+// Zero-element outputs get one element of storage so that the core never sees a NULL
+// buffer.
 void* Request::Allocate(void* user_data, int32_t index, int32_t ndim, const int64_t* shape) {
   auto* request = static_cast<Request*>(user_data);
   if (index < 0) return nullptr;
@@ -44,9 +46,8 @@ void* Request::Allocate(void* user_data, int32_t index, int32_t ndim, const int6
     std::vector<int64_t> sizes(shape, shape + ndim);
     int64_t numel = 1;
     for (int64_t size : sizes) numel *= size;
-    at::Tensor buffer = at::empty(
-        {numel > 0 ? numel : 1},
-        at::TensorOptions().dtype(request->dtype).device(request->device->device()));
+    at::Tensor buffer = OutputPool::Instance().Take(request->dtype, numel > 0 ? numel : 1,
+                                                    request->device->device());
     if (request->outputs.size() <= static_cast<size_t>(index)) {
       request->outputs.resize(index + 1);
       request->allocation_buffers.resize(index + 1);

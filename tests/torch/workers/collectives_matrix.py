@@ -464,6 +464,33 @@ def optimizer_states(check):
             check.passed += 1
 
 
+def reused_outputs(check):
+    """Large allocated outputs come from a pool that reuses a block only once nothing else
+    refers to it: what the caller keeps (the tensor, a view of it, its numpy array) is never
+    overwritten, and a dropped output's storage serves the next one of its size."""
+    size, rank = check.size, check.rank
+    rows = 1 << 18  # 1 MiB of float32 per rank: pooled
+    expected = lambda step: torch.cat(  # noqa: E731
+        [torch.full((rows,), float(100 * step + r)) for r in range(size)])
+    gather = lambda step: hvd.allgather(  # noqa: E731
+        torch.full((rows,), float(100 * step + rank)), name="pool.gather")
+    kept = gather(0)
+    view = gather(1)[rows // 2:]
+    as_numpy = gather(2).numpy()
+    dropped = gather(3)
+    address = dropped.data_ptr()
+    del dropped
+    again = gather(4)
+    check.check("pool.reuses_a_dropped_output", torch.tensor(again.data_ptr() == address),
+                torch.tensor(True))
+    check.check("pool.new_result", again, expected(4))
+    check.check("pool.kept_tensor", kept, expected(0))
+    check.check("pool.kept_view", view, expected(1)[rows // 2:])
+    check.check("pool.kept_numpy", torch.from_numpy(as_numpy), expected(2))
+    addresses = {kept.data_ptr(), as_numpy.ctypes.data, again.data_ptr()}
+    check.check("pool.kept_blocks_distinct", torch.tensor(len(addresses)), torch.tensor(3))
+
+
 def errors(check):
     size = check.size
     check.expect_error("error.alltoall_splits_count", hvd.InvalidArgumentError,
@@ -487,7 +514,7 @@ def main():
     check = Checker()
     dtype_matrix(check)
     for section in (process_sets, global_roots, join_uneven, gradients, gradients_more, objects, parameters,
-                    optimizer_states, errors):
+                    optimizer_states, reused_outputs, errors):
         guarded(check, section.__name__, lambda: section(check))
     hvd.shutdown()
     for failure in check.failures:
