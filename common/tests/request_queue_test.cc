@@ -22,6 +22,23 @@ TEST(RequestQueueTest, NewRequestsAreTakenOnceInOrder) {
   EXPECT_TRUE(q.TakeNew().empty());
 }
 
+TEST(RequestQueueTest, WaitingMeansSeenByACycleAndStillInFlight) {
+  RequestQueue q;
+  EXPECT_FALSE(q.HasWaiting());
+  ASSERT_TRUE(q.Enqueue(Op("first")).ok());
+  EXPECT_FALSE(q.HasWaiting());  // new only
+  q.TakeNew();
+  EXPECT_TRUE(q.HasWaiting());
+  ASSERT_TRUE(q.Enqueue(Op("second")).ok());
+  PendingOp taken;
+  ASSERT_TRUE(q.Take("first", &taken));
+  EXPECT_FALSE(q.HasWaiting());  // "second" is new
+  q.TakeNew();
+  EXPECT_TRUE(q.HasWaiting());
+  ASSERT_TRUE(q.Take("second", &taken));
+  EXPECT_FALSE(q.HasWaiting());
+}
+
 TEST(RequestQueueTest, DuplicateNameInFlightIsRefused) {
   RequestQueue q;
   ASSERT_TRUE(q.Enqueue(Op("grad")).ok());

@@ -196,14 +196,17 @@ Context::Clock::duration Context::Period() {
 }
 
 bool Context::FollowUpDue() {
-  // Requests are in flight here, and either the last cycle did work (the other ranks are
-  // most likely still submitting the same step: the rest follows within microseconds) or
-  // some rank had nothing in flight (it has not started the step yet). Open the next cycle
-  // at once and let the flag exchange wait for the others (cheaply, or this is off): a late
-  // rank then finds everyone waiting, instead of waiting out their cycle time. When every
-  // rank had requests in flight and none matched, the cycle time applies, so requests that
-  // never match cannot spin the loop; nor can a rank with nothing in flight, which sleeps.
-  if (!follow_up_cycles_ || queue_.Empty()) return false;
+  // Requests that a cycle already saw still wait for other ranks here, and either the last
+  // cycle did work (the other ranks are most likely still submitting the same step: the
+  // rest follows within microseconds) or some rank had nothing in flight (it has not
+  // started the step yet). Open the next cycle at once and let the flag exchange wait for
+  // the others (cheaply, or this is off): a late rank then finds everyone waiting, instead
+  // of waiting out their cycle time. When every rank had requests in flight and none
+  // matched, the cycle time applies, so requests that never match cannot spin the loop;
+  // nor can a rank with nothing in flight, which sleeps. New requests alone do not count:
+  // they start a cycle anyway, and a blocking caller (Run) runs that cycle itself unless
+  // this thread holds the cycle.
+  if (!follow_up_cycles_ || !queue_.HasWaiting()) return false;
   return last_cycle_worked_.load(std::memory_order_relaxed) ||
          !busy_everywhere_.load(std::memory_order_relaxed);
 }

@@ -45,6 +45,11 @@ bool RequestQueue::HasNew() {
   return !new_names_.empty();
 }
 
+bool RequestQueue::HasWaiting() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_.size() > new_names_.size();  // every new name is in flight
+}
+
 std::vector<PendingOp> RequestQueue::Close(const Status& reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   closed_ = true;

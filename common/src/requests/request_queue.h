@@ -73,6 +73,10 @@ class RequestQueue {
   // Whether requests were enqueued since the last TakeNew().
   bool HasNew();
 
+  // Whether a request that TakeNew() already returned is still in flight (it waits for
+  // other ranks).
+  bool HasWaiting();
+
   // Refuses further requests with `reason` and returns all requests still in flight.
   std::vector<PendingOp> Close(const Status& reason);
 
