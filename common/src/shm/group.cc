@@ -205,18 +205,30 @@ Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bo
     }
   }
   const int64_t start = NowNs();
-  // Spin (pause) first unless ranks outnumber CPUs, then yield: a peer that has been
-  // preempted by another process gets the core back sooner than through a futex wake.
-  const int64_t spin_end = yield_ ? start : start + spin_ns_;
+  // Spin (pause) first unless ranks outnumber CPUs or the spins were useless lately (the
+  // peer shares this CPU, see spin_advisor.h), then yield: a peer that has been preempted
+  // by another process gets the core back sooner than through a futex wake.
+  const bool spin = !yield_ && spin_advisor_.ShouldSpin();
+  const int64_t spin_end = spin ? start + spin_ns_ : start;
   const int64_t yield_end = start + spin_ns_ + yield_ns_;
-  for (bool spinning = !yield_;;) {
+  int yields = 0;
+  for (bool spinning = spin;;) {
     for (int i = 0; i < (spinning ? 64 : 2); ++i) {
       if (spinning) {
         CpuRelax();
       } else {
         sched_yield();
+        ++yields;
       }
-      if (done(word->load(std::memory_order_acquire))) return Status::OK();
+      if (done(word->load(std::memory_order_acquire))) {
+        if (spin) {
+          spin_advisor_.Record(yields == 0 ? SpinAdvisor::Outcome::kDuringSpin
+                               : yields <= SpinAdvisor::kFirstYields
+                                   ? SpinAdvisor::Outcome::kAtFirstYields
+                                   : SpinAdvisor::Outcome::kLater);
+        }
+        return Status::OK();
+      }
     }
     if (header_->abort_word.load(std::memory_order_acquire) != 0) return FailFromShared();
     const int64_t now = NowNs();

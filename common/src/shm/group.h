@@ -22,6 +22,7 @@
 
 #include "base/status.h"
 #include "shm/layout.h"
+#include "shm/spin_advisor.h"
 #include "tutti/c_api.h"
 
 namespace tutti {
@@ -197,6 +198,7 @@ class Group {
   size_t slot_stride_ = 0, slot_counts_off_ = 0, slot_data_off_ = 0, rank_slots_bytes_ = 0;
   size_t scratch_off_ = 0, scratch_stride_ = 0;
   bool yield_ = false;
+  SpinAdvisor spin_advisor_;  // whether this rank's waits spin first
   int64_t spin_ns_ = 0, yield_ns_ = 0, poll_ns_ = 0, timeout_ns_ = 0;
 
   uint32_t phase_ = 0;               // last phase handed out
