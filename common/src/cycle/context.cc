@@ -253,7 +253,7 @@ void Context::Loop() {
     if (loop_over_) break;
     const bool follow_up = FollowUpDue();
     if (follow_up) counters_.Add(kFollowUpCycles);
-    if ((follow_up || CycleDue()) && !RunCycle()) break;
+    if ((follow_up || CycleDue()) && !RunCycle(follow_up)) break;
     cycle.unlock();
   }
   // Still holding the cycle mutex: callers see loop_over_ and run no more cycles.
@@ -283,7 +283,7 @@ CycleFlags Context::MyFlags(SlotBits invalidate) {
   return mine;
 }
 
-Status Context::AgreeFlags(CycleFlags* agreed) {
+Status Context::AgreeFlags(CycleFlags* agreed, bool follow_up) {
   SlotBits invalidate(cache_.capacity());
   for (RequestMeta& meta : queue_.TakeNew()) {
     if (meta.collective == Collective::kJoin) joined_here_ = true;
@@ -294,7 +294,8 @@ Status Context::AgreeFlags(CycleFlags* agreed) {
   // whole capacity).
   const int slots = cache_.used_slots();
   std::vector<uint64_t> words = EncodeFlags(MyFlags(std::move(invalidate)), slots);
-  Status s = transport_->AgreeFlags(&words);
+  // A follow-up cycle opens before the others are known to come: its wait sleeps.
+  Status s = follow_up ? transport_->AgreeFlagsPatiently(&words) : transport_->AgreeFlags(&words);
   if (!s.ok()) return s;
   *agreed = DecodeAgreedFlags(words, slots);
   busy_anywhere_.store(agreed->busy, std::memory_order_relaxed);
@@ -346,13 +347,13 @@ void Context::Announce(ResponseList* responses) {
   tuning_to_announce_.clear();
 }
 
-bool Context::RunCycle() {
+bool Context::RunCycle(bool follow_up) {
   counters_.Add(kCycles);
   const auto cycle_start = Clock::now();
   last_cycle_start_.store(cycle_start.time_since_epoch().count(), std::memory_order_relaxed);
   CycleFlags agreed;
   Agreement agreement;
-  Status s = AgreeFlags(&agreed);
+  Status s = AgreeFlags(&agreed, follow_up);
   if (s.ok()) s = Negotiate(agreed, &agreement);
   if (!s.ok()) {
     end_reason_ = Status::Aborted("tutti's " + std::string(transport_name_) +

@@ -115,10 +115,11 @@ class Context {
   void Wake();
   // One cycle (cycle mutex held): flags, then negotiation (cache and, when needed, the
   // coordinator), then execution; false when the loop must end (end_reason_ says why, and
-  // loop_over_ is set).
-  bool RunCycle();
+  // loop_over_ is set). follow_up: opened early (FollowUpDue), so its flag exchange waits
+  // for the other ranks asleep.
+  bool RunCycle(bool follow_up = false);
   // 1. Flags: sorts new requests and agrees with every rank on the cycle's flags.
-  Status AgreeFlags(CycleFlags* agreed);
+  Status AgreeFlags(CycleFlags* agreed, bool follow_up);
   CycleFlags MyFlags(SlotBits invalidate);
   // 2. Negotiation: what the flags let run from the cache, plus a round trip to the
   // coordinator when any rank needs one.

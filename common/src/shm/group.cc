@@ -212,7 +212,7 @@ Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bo
   const int64_t spin_end = spin ? start + spin_ns_ : start;
   const int64_t yield_end = start + spin_ns_ + yield_ns_;
   int yields = 0;
-  for (bool spinning = spin;;) {
+  for (bool spinning = spin; !patient_;) {
     for (int i = 0; i < (spinning ? 64 : 2); ++i) {
       if (spinning) {
         CpuRelax();

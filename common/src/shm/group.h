@@ -105,6 +105,10 @@ class Group {
   // since a rank whose counts differ would take the other one and the mismatch would go
   // unnoticed until the deadline.
   Status AllgatherEqual(const void* input, void* output, int64_t bytes);
+  // While set, a wait for a peer sleeps on the futex at once instead of spinning and
+  // yielding first: for exchanges that expect to wait long (a cycle opened before the other
+  // ranks have anything to add), where polling would burn a CPU for nothing.
+  void set_patient(bool patient) { patient_ = patient; }
   Status Alltoallv(const void* input, const std::vector<int64_t>& send_counts, void* output,
                    const std::vector<int64_t>& recv_counts, size_t element_size);
   // Reduces `buffer` (sum of counts elements; clobbered) and writes this rank's part to
@@ -199,6 +203,7 @@ class Group {
   size_t scratch_off_ = 0, scratch_stride_ = 0;
   bool yield_ = false;
   SpinAdvisor spin_advisor_;  // whether this rank's waits spin first
+  bool patient_ = false;
   int64_t spin_ns_ = 0, yield_ns_ = 0, poll_ns_ = 0, timeout_ns_ = 0;
 
   uint32_t phase_ = 0;               // last phase handed out

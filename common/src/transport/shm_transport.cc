@@ -92,9 +92,17 @@ class SharedMemoryTransport : public Transport {
     return Status::OK();
   }
 
-  // The shared-memory wait spins briefly, yields, then sleeps on a futex; a peer's arrival
-  // wakes it.
+  // A patient shared-memory wait sleeps on a futex at once; a peer's arrival wakes it.
   bool WaitsCheaplyForFlags() override { return Local(TUTTI_GLOBAL_PROCESS_SET) != nullptr; }
+
+  Status AgreeFlagsPatiently(std::vector<uint64_t>* words) override {
+    SetPlan* plan = Local(TUTTI_GLOBAL_PROCESS_SET);
+    if (plan == nullptr) return AgreeFlags(words);
+    plan->group->set_patient(true);
+    Status s = AgreeFlags(words);
+    plan->group->set_patient(false);
+    return s;
+  }
 
   Status AddProcessSet(int32_t id, const std::vector<int32_t>& ranks) override {
     Status s = inner_->AddProcessSet(id, ranks);

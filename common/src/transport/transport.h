@@ -42,10 +42,11 @@ class Transport {
   // Negotiation: replaces *words with the bitwise AND of every rank's words (all ranks pass
   // the same length). Opens every cycle, so it must be the cheapest exchange there is.
   virtual Status AgreeFlags(std::vector<uint64_t>* words) = 0;
-  // Whether a rank that waits in AgreeFlags for late peers costs its host little (it
-  // sleeps soon instead of polling): the cycle loop may then open a cycle early and let the
-  // exchange itself do the waiting.
+  // Whether AgreeFlagsPatiently waits for late peers asleep (not polling): the cycle loop
+  // may then open a cycle early and let the exchange itself do the waiting.
   virtual bool WaitsCheaplyForFlags() { return false; }
+  // AgreeFlags for a cycle opened early, which expects to wait for the other ranks.
+  virtual Status AgreeFlagsPatiently(std::vector<uint64_t>* words) { return AgreeFlags(words); }
 
   // Process sets, applied by every rank in the negotiated order. `ranks` are the sorted
   // global ranks of set `id`; non-members take part too (MPI's communicator split needs all).
