@@ -55,6 +55,11 @@ def test_a_step_split_over_cycles_opens_the_next_cycle_at_once(controller, np_):
 
 
 @pytest.mark.parametrize("controller", CONTROLLERS)
+def test_ranks_waiting_for_a_late_rank_do_not_burn_a_cpu(controller):
+    run("latewait", controller, np_=3, env={"TUTTI_SHM": "on"})
+
+
+@pytest.mark.parametrize("controller", CONTROLLERS)
 def test_without_shared_memory_in_flight_requests_wait_for_the_cycle_time(controller):
     run("followup", controller, env={"TUTTI_SHM": "off"}, args=["no"])
 

@@ -16,6 +16,9 @@
   followup  a step of two allreduces whose second the last rank submits late: right
             results; the other ranks opened a cycle at once after the first one (argument
             "yes") or never did ("no": the flag exchange does not run in shared memory)
+  latewait  the last rank submits 2 s late; the others wait for it asleep: their processes
+            use well under a quarter of a CPU meanwhile (polling in the exchange used half
+            of one)
 
 Each rank prints "rank R: ok" when its checks pass, and an assertion error otherwise.
 """
@@ -207,6 +210,27 @@ def followup(rank, size, expected):
     say("rank %d: %d follow-up cycles" % (rank, opened))
 
 
+def latewait(rank, size):
+    import resource
+
+    def cpu_seconds():
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    hvd.allreduce(np.ones(4, np.float32), name="warm")
+    hvd.barrier()
+    before, start = cpu_seconds(), time.monotonic()
+    if rank == size - 1:
+        time.sleep(2.0)
+    check_sum(hvd.allreduce(np.full(4, float(rank), np.float32), name="late", op=hvd.Sum),
+              sum(range(size)), "late")
+    used, waited = cpu_seconds() - before, time.monotonic() - start
+    if rank != size - 1:
+        assert waited >= 1.9, "waited only %.2f s" % waited
+        assert used < 0.3, "%.2f s of CPU while waiting %.2f s for a late rank" % (used, waited)
+    say("rank %d: %.3f s of CPU in %.2f s" % (rank, used, waited))
+
+
 def main():
     scenario = sys.argv[1]
     hvd.init()
@@ -233,6 +257,8 @@ def main():
         caller(rank, size)
     elif scenario == "followup":
         followup(rank, size, sys.argv[2])
+    elif scenario == "latewait":
+        latewait(rank, size)
     else:
         raise SystemExit("unknown scenario %r" % scenario)
     say("rank %d: ok" % rank)
