@@ -17,8 +17,8 @@
             results; the other ranks opened a cycle at once after the first one (argument
             "yes") or never did ("no": the flag exchange does not run in shared memory)
   latewait  the last rank submits 2 s late; the others wait for it asleep: their processes
-            use well under a quarter of a CPU meanwhile (polling in the exchange used half
-            of one)
+            use well under a quarter of a CPU meanwhile (polling in the exchange used a
+            quarter to a half of one)
 
 Each rank prints "rank R: ok" when its checks pass, and an assertion error otherwise.
 """
