@@ -207,8 +207,9 @@ Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bo
   const int64_t start = NowNs();
   // Spin (pause) first unless ranks outnumber CPUs or the spins were useless lately (the
   // peer shares this CPU, see spin_advisor.h), then yield: a peer that has been preempted
-  // by another process gets the core back sooner than through a futex wake.
-  const bool spin = !yield_ && spin_advisor_.ShouldSpin();
+  // by another process gets the core back sooner than through a futex wake. A patient wait
+  // does neither (and leaves the advisor's count of waits alone).
+  const bool spin = !yield_ && !patient_ && spin_advisor_.ShouldSpin();
   const int64_t spin_end = spin ? start + spin_ns_ : start;
   const int64_t yield_end = start + spin_ns_ + yield_ns_;
   int yields = 0;
