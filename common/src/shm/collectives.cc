@@ -197,7 +197,11 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
   };
 
   // Reduces my slice of chunk k across all ranks in rank order, scales it and publishes it
-  // in my slot.
+  // in my slot. Rank 0 starts from its own x0; so does the second of two ranks when the op
+  // commutes (x1 op x0 == x0 op x1 bit for bit for sums and products, up to which NaN payload
+  // survives when both are NaN), which saves it a pass over its slice.
+  const bool own_first = rank_ == 0 || (size_ == 2 && (op == TUTTI_REDUCE_SUM ||
+                                                       op == TUTTI_REDUCE_PRODUCT));
   auto reduce = [&](int64_t k) -> Status {
     Round& r = rounds[k & 3];
     SHM_RETURN_IF_ERROR(WaitAll(r.written));
@@ -209,23 +213,23 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
       const int64_t lo = k * chunk + b;
       const size_t off = static_cast<size_t>(b) * es, len = m * es;
       char* acc = SlotData(rank_, r.pos) + off;  // my slot's unpublished slice
-      const size_t first = static_cast<size_t>(
-          std::upper_bound(starts.begin(), starts.end(), lo) - starts.begin()) - 1;
-      const Span& span = spans[first];
-      if (rank_ == 0 && lo + static_cast<int64_t>(m) <= starts[first] + span.count) {
-        // My slice is one piece and holds x0: accumulate in its output.
-        char* out = static_cast<char*>(span.out) + (lo - starts[first]) * ses;
-        const char* in = static_cast<const char*>(span.in) + (lo - starts[first]) * ses;
-        if (out != in) std::memcpy(out, in, len);
-        for (int j = 1; j < size_; ++j) ReduceInto(dtype, op, out, SlotData(j, r.pos) + off, m);
-        ScaleInPlace(dtype, out, m, factor, divisor);
-        std::memcpy(acc, out, len);
+      if (own_first) {
+        // Accumulate in the outputs, piece by piece, then publish: two passes over my slice
+        // instead of three (copy x0 in, reduce, copy the sum out).
+        ForPieces(spans, starts, es, lo, static_cast<int64_t>(m),
+                  [&](int64_t at, const char* in, char* out, int64_t pm) {
+                    const size_t n = static_cast<size_t>(pm);
+                    const size_t at_bytes = static_cast<size_t>(at) * es;
+                    if (out != in) std::memcpy(out, in, n * es);
+                    for (int j = 0; j < size_; ++j) {
+                      if (j == rank_) continue;
+                      ReduceInto(dtype, op, out, SlotData(j, r.pos) + off + at_bytes, n);
+                    }
+                    ScaleInPlace(dtype, out, n, factor, divisor);
+                    std::memcpy(acc + at_bytes, out, n * es);
+                  });
       } else {  // accumulate in the slot, starting from x0
-        if (rank_ == 0) {
-          gather(lo, static_cast<int64_t>(m), acc);
-        } else {
-          std::memcpy(acc, SlotData(0, r.pos) + off, len);
-        }
+        std::memcpy(acc, SlotData(0, r.pos) + off, len);
         for (int j = 1; j < size_; ++j) {
           if (j != rank_) {
             ReduceInto(dtype, op, acc, SlotData(j, r.pos) + off, m);
