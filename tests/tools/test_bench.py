@@ -1,6 +1,7 @@
 """tools/bench end to end: every implementation on 2 ranks at two sizes (--quick), then checks
 that the JSON holds every cell, that tutti's submission time is part of each 100-tensor
-call, and that the report names what it measured."""
+call (one call per tensor and one grouped call), and that the report names what it
+measured."""
 
 import json
 import os
@@ -26,6 +27,9 @@ def test_quick_run_on_two_ranks_covers_every_cell(tmp_path):
     doc = json.loads(out.read_text())
     (run,) = doc["runs"]
     assert run["np"] == 2
+    # Raw MPI keeps its single-copy path wherever the kernel permits it.
+    assert isinstance(run["mpi_single_copy"], bool), run
+    assert "single-copy transfer between local ranks (CMA): " in result.stdout
     assert run["impls"] == IMPLS, run["impls"]
 
     cells = {(r["collective"], r["bytes"], r["impl"]): r for r in run["sweep"]}
@@ -36,8 +40,9 @@ def test_quick_run_on_two_ranks_covers_every_cell(tmp_path):
                 assert row["samples_s"] and min(row["samples_s"]) > 0, row
 
     fused = {r["impl"]: r for r in run["fused"]}
-    assert set(fused) == set(IMPLS) | {"mpi4py-1-buffer"}, sorted(fused)
-    for impl in IMPLS:
+    grouped = [i + "-grouped" for i in IMPLS if i.startswith("tutti-")]
+    assert set(fused) == set(IMPLS) | set(grouped) | {"mpi4py-1-buffer"}, sorted(fused)
+    for impl in IMPLS + grouped:
         row = fused[impl]
         submits = row.get("submit_samples_s", [])
         if not impl.startswith("tutti-"):

@@ -28,6 +28,7 @@ sys.path.insert(0, HERE)
 import peers  # noqa: E402
 import report  # noqa: E402
 import sessions  # noqa: E402  (imports nothing of tutti at module level)
+import single_copy  # noqa: E402
 
 COLLECTIVES = ("allreduce", "allgather", "broadcast")
 FULL_SIZES = [4 ** k for k in range(1, 14)]  # 4 B ... 64 MiB
@@ -207,9 +208,11 @@ def mpirun_command(np, args, worker, config_path, python=None, extra=()):
         raise SystemExit("bench: mpirun not found on PATH (install openmpi-bin, or run "
                          "tools/setup)")
     command = [mpirun, "-np", str(np), "--oversubscribe", "--allow-run-as-root",
-               "--bind-to", "none",
-               # Containers forbid the cross-process memory attach (CMA) Open MPI tries first.
-               "--mca", "btl_vader_single_copy_mechanism", "none"]
+               "--bind-to", "none"]
+    if not args.single_copy:
+        # This kernel forbids the cross-memory attach (CMA) Open MPI would try first
+        # (single_copy.py); where it is permitted, raw MPI keeps its single-copy path.
+        command += ["--mca", "btl_vader_single_copy_mechanism", "none"]
     if args.mpi_yield:
         # A polling rank that never yields loses whole scheduler slices to any other
         # process on its core; mpi4py and tutti's MPI mode get the same setting.
@@ -291,6 +294,7 @@ def launch(np, args):
         result["config"] = {k: v for k, v in config.items()
                             if k not in ("torch_store", "result", "peers_dir")}
         result["command"] = command[:-1] + ["CONFIG.json"]
+        result["mpi_single_copy"] = args.single_copy
         if args.peers:
             result["peer_commands"] = {name: [a if a != config_path else "CONFIG.json"
                                               for a in job_command]
@@ -332,6 +336,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     check_imports()
     args.horovod_python = None
+    args.single_copy = single_copy.permitted()
     if "horovod" in args.peers:
         try:
             args.horovod_python = peers.horovod_python()

@@ -20,10 +20,12 @@ FUSED_REFERENCE = "mpi4py-1-buffer"
 
 def horovod_peer(impl):
     """Horovod's implementation in the same mode as a tutti one (`--peers horovod`):
-    tutti-mpi-* against horovod-mpi-torch, tutti-gloo-* against horovod-gloo-torch."""
+    tutti-mpi-* against horovod-mpi-torch, tutti-gloo-* against horovod-gloo-torch; a
+    grouped call's row against Horovod's grouped call."""
     if not impl.startswith("tutti-"):
         return None
-    return "horovod-%s-torch" % impl.split("-")[1]
+    grouped = "-grouped" if impl.endswith("-grouped") else ""
+    return "horovod-%s-torch%s" % (impl.split("-")[1], grouped)
 
 
 def moved_bytes(collective, size, n):
@@ -104,7 +106,8 @@ def targets(result):
                       "value": ratio, "met": ratio >= 1.5, "shown": "%.2fx" % ratio})
 
     fused = {r["impl"]: r for r in result.get("fused", [])}
-    for impl in tutti:
+    # Judged both ways of submitting together: one call per tensor, and one grouped call.
+    for impl in [i + way for i in tutti for way in ("", "-grouped")]:
         ratio = fused.get(impl, {}).get("vs_mpi4py_1_buffer")
         if ratio is None:
             continue
@@ -227,6 +230,10 @@ def render(doc):
             out.append(", ".join("%s %s" % kv for kv in sorted(versions.items())))
         out.append("float32; allreduce is a sum. Ratios compare speed: the reference's "
                    "median time / this median time (above 1: faster than the reference).")
+        if "mpi_single_copy" in run:
+            out.append("Open MPI's single-copy transfer between local ranks (CMA): %s"
+                       % ("on" if run["mpi_single_copy"] else
+                          "off, this kernel forbids it (its large messages take two copies)"))
         sweep = run.get("sweep", [])
         # With --peers horovod every tutti row also shows its ratio to Horovod's row.
         peers = any(i.startswith("horovod-") for i in run["impls"])

@@ -180,6 +180,19 @@ def fused(comm, config, groups, sessions, baton=INERT):
                         b.fill(0)
                     items.append((impl.name, label, count, impl,
                                   lambda i=impl, w=wrapped, p=prefix: i.allreduce_many(w, p)))
+                    if impl.allreduce_group is not None:
+                        # The same buffers in one grouped call: one crossing into the core.
+                        key, prefix = impl.name + "-grouped", prefix + ".grouped"
+                        label = "%s %d x %d B, one grouped call" % (impl.name, count, each)
+                        for b in bufs:
+                            b.fill(rank + 1)
+                        impl.allreduce_group(wrapped, prefix)
+                        for b in bufs:
+                            if not numpy.all(b == n * (n + 1) / 2):
+                                fail(label, "expected %s, got %s" % (n * (n + 1) / 2, b[:4]))
+                            b.fill(0)
+                        items.append((key, label, count, impl,
+                                      lambda i=impl, w=wrapped, p=prefix: i.allreduce_group(w, p)))
                     if impl.name == "mpi4py":
                         mpi = mpi or impl_mod.Mpi4py(comm)
                         whole.fill(rank + 1)
