@@ -1,15 +1,17 @@
 """Where 100 tensors of 40 KiB submitted together through tutti.torch spend their time.
 
     mpirun -np 2 python tools/bench/submit_breakdown.py [--steps 300] [--tensors 100]
-                                                         [--barrier]
+                                                         [--elements 10240] [--barrier]
 
 A step submits every tensor with `allreduce_async_` (Sum, named), then synchronizes the
 handles in order, as DistributedOptimizer's hooks and the benchmark's 100 x 40 KiB test do.
 Rank 0 prints the medians over the steps of: submitting, the first synchronize (the cycle
 that reduces the tensors), the other synchronizes, and the whole step, each per step and
 per tensor; the same step through the native entry alone (tutti.torch's `enqueue` and `wait`
-with prepared arguments: what the Python layer adds is the difference); and the core's
-counters per step (cycles, fused tensors). With --barrier each step starts after an
+with prepared arguments: what the Python layer adds is the difference); the same tensors in
+one `grouped_allreduce_async_` call and its one synchronize; and the core's counters per
+step (cycles, fused tensors). `--elements 1` makes every tensor 4 bytes, so the step is
+almost all per-tensor cost. With --barrier each step starts after an
 mpi4py barrier, as the benchmark's samples do; without it, steps follow each other.
 """
 
@@ -49,6 +51,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--tensors", type=int, default=100)
+    parser.add_argument("--elements", type=int, default=10240, help="float32 per tensor")
     parser.add_argument("--barrier", action="store_true")
     args = parser.parse_args()
     hvd.init()
@@ -57,7 +60,7 @@ def main():
         from mpi4py import MPI
 
         pause = MPI.COMM_WORLD.Barrier
-    tensors = [torch.zeros(10240) for _ in range(args.tensors)]
+    tensors = [torch.zeros(args.elements) for _ in range(args.tensors)]
     names = ["breakdown.%d" % i for i in range(args.tensors)]
 
     def public_submit():
@@ -73,9 +76,13 @@ def main():
         while not entry.wait(handle, 0.5)[0]:
             pass
 
+    def grouped_submit():
+        return [hvd.grouped_allreduce_async_(tensors, op=hvd.Sum, name="breakdown.grouped")]
+
     rows = []
     for label, submit, wait in (("tutti.torch", public_submit, hvd.synchronize),
-                                ("native entry", native_submit, native_wait)):
+                                ("native entry", native_submit, native_wait),
+                                ("grouped call", grouped_submit, hvd.synchronize)):
         run_steps(30, pause, submit, wait)  # warm-up: names cached, buffers touched
         hvd.allreduce(torch.zeros(1), name="breakdown.sync")
         before = observability.counters()
@@ -86,8 +93,10 @@ def main():
     if hvd.rank() != 0:
         return
     n = args.tensors
-    print("%d x 40 KiB allreduce_async_ then synchronize, %d ranks, %d steps%s (medians, rank 0)"
-          % (n, hvd.size(), args.steps, ", barrier before each" if args.barrier else ""))
+    size = args.elements * 4
+    size = "%g KiB" % (size / 1024) if size >= 1024 else "%d B" % size
+    print("%d x %s allreduce_async_ then synchronize, %d ranks, %d steps%s (medians, rank 0)"
+          % (n, size, hvd.size(), args.steps, ", barrier before each" if args.barrier else ""))
     for label, (submit, first, rest, step), per_step in rows:
         print("%-12s submit %4.0f us (%.1f us/tensor), first synchronize %4.0f us, other "
               "synchronizes %4.0f us (%.1f us/tensor), step %4.0f us; per step %.2f cycles, "

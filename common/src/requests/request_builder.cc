@@ -18,6 +18,11 @@ std::vector<int64_t> Shape(const tutti_tensor& t) {
   return std::vector<int64_t>(t.shape, t.shape + t.ndim);
 }
 
+// "input", or "input 3" for a tensor of a grouped request (index >= 0).
+std::string TensorLabel(const char* role, int index) {
+  return index < 0 ? std::string(role) : std::string(role) + " " + std::to_string(index);
+}
+
 std::string ShapeString(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
@@ -52,10 +57,13 @@ Status CheckTensors(const tutti_request& r, Collective c, PendingOp* op) {
   if (!HasOutputViews(c) && r.allocate == nullptr) {
     return Status::InvalidArgument("the allocate callback is NULL");
   }
+  op->tensors.reserve(n);
+  op->meta.shapes.reserve(n);
   for (int i = 0; i < n; ++i) {
-    const std::string suffix = n > 1 ? " " + std::to_string(i) : "";
+    // Labels are built only for an error: a grouped request checks every tensor.
+    const int index = n > 1 ? i : -1;
     const tutti_tensor& in = r.inputs[i];
-    Status s = CheckTensor("input" + suffix, &in);
+    Status s = CheckTensor("input", index, &in);
     if (!s.ok()) return s;
     if (in.dtype != r.inputs[0].dtype) {
       return Status::InvalidArgument(std::string("all tensors of a grouped request need one "
@@ -64,23 +72,25 @@ Status CheckTensors(const tutti_request& r, Collective c, PendingOp* op) {
                                      DtypeName(r.inputs[0].dtype));
     }
     if (!HasOutputViews(c) && in.ndim < 1) {
-      return Status::InvalidArgument("input" + suffix + " is a scalar; " + CollectiveName(c) +
-                                     " needs at least one dimension");
+      return Status::InvalidArgument(TensorLabel("input", index) + " is a scalar; " +
+                                     CollectiveName(c) + " needs at least one dimension");
     }
     TensorView view;
     view.input = in.data;
-    view.shape = Shape(in);
+    view.shape.assign(in.shape, in.shape + in.ndim);
     if (HasOutputViews(c)) {
       const tutti_tensor& out = r.outputs[i];
-      s = CheckTensor("output" + suffix, &out);
+      s = CheckTensor("output", index, &out);
       if (!s.ok()) return s;
       if (out.dtype != in.dtype) {
-        return Status::InvalidArgument("output" + suffix + " dtype " + DtypeName(out.dtype) +
-                                       " differs from input dtype " + DtypeName(in.dtype));
+        return Status::InvalidArgument(TensorLabel("output", index) + " dtype " +
+                                       DtypeName(out.dtype) + " differs from input dtype " +
+                                       DtypeName(in.dtype));
       }
-      if (Shape(out) != view.shape) {
-        return Status::InvalidArgument("output" + suffix + " shape " + ShapeString(Shape(out)) +
-                                       " differs from input shape " + ShapeString(view.shape));
+      if (out.ndim != in.ndim || !std::equal(in.shape, in.shape + in.ndim, out.shape)) {
+        return Status::InvalidArgument(TensorLabel("output", index) + " shape " +
+                                       ShapeString(Shape(out)) + " differs from input shape " +
+                                       ShapeString(view.shape));
       }
       view.output = out.data;
     }
@@ -209,23 +219,27 @@ Status Build(const tutti_request& r, int rank, const ProcessSetRegistry& sets, P
 
 }  // namespace
 
-Status CheckTensor(const std::string& which, const tutti_tensor* t) {
-  if (t == nullptr) return Status::InvalidArgument(which + " tensor is NULL");
+Status CheckTensor(const char* role, int index, const tutti_tensor* t) {
+  if (t == nullptr) return Status::InvalidArgument(TensorLabel(role, index) + " tensor is NULL");
   if (!IsValidDtype(t->dtype)) {
-    return Status::InvalidArgument(which + " tensor has invalid dtype " +
+    return Status::InvalidArgument(TensorLabel(role, index) + " tensor has invalid dtype " +
                                    std::to_string(static_cast<int>(t->dtype)));
   }
   if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) {
-    return Status::InvalidArgument(which + " tensor has an invalid shape (ndim " +
+    return Status::InvalidArgument(TensorLabel(role, index) +
+                                   " tensor has an invalid shape (ndim " +
                                    std::to_string(t->ndim) + ")");
   }
   int64_t count = 1;
   for (int32_t i = 0; i < t->ndim; ++i) {
-    if (t->shape[i] < 0) return Status::InvalidArgument(which + " tensor has a negative dimension");
+    if (t->shape[i] < 0) {
+      return Status::InvalidArgument(TensorLabel(role, index) +
+                                     " tensor has a negative dimension");
+    }
     count *= t->shape[i];
   }
   if (t->data == nullptr && count > 0) {
-    return Status::InvalidArgument(which + " tensor has no data pointer");
+    return Status::InvalidArgument(TensorLabel(role, index) + " tensor has no data pointer");
   }
   return Status::OK();
 }

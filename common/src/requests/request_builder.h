@@ -10,8 +10,9 @@
 
 namespace tutti {
 
-// Checks one tensor view; `which` names it in the message ("input 0").
-Status CheckTensor(const std::string& which, const tutti_tensor* t);
+// Checks one tensor view; the message names it by role and, for a tensor of a grouped
+// request (index >= 0), its index: "input", "input 0".
+Status CheckTensor(const char* role, int index, const tutti_tensor* t);
 
 // `rank` is this process's global rank; `sets` resolves the request's process set.
 Status BuildRequest(const tutti_request& request, int rank, const ProcessSetRegistry& sets,

@@ -8,15 +8,18 @@
 
 namespace tutti_torch {
 
-DeviceRequest::DeviceRequest(const std::vector<at::Tensor>& tensors, const char* op)
+DeviceRequest::DeviceRequest(const std::vector<at::Tensor>& inputs,
+                             const std::vector<at::Tensor>& outputs, const char* op)
     : device_(at::kCPU) {
-  if (tensors.empty()) return;
-  device_ = tensors[0].device();
-  for (const at::Tensor& t : tensors) {
-    if (t.device() != device_) {
-      Fail(TUTTI_ERR_INVALID_ARGUMENT,
-           std::string(op) + ": all tensors of a request must be on one device, got " +
-               device_.str() + " and " + t.device().str());
+  if (inputs.empty() && outputs.empty()) return;
+  device_ = (inputs.empty() ? outputs : inputs)[0].device();
+  for (const std::vector<at::Tensor>* tensors : {&inputs, &outputs}) {
+    for (const at::Tensor& t : *tensors) {
+      if (t.device() != device_) {
+        Fail(TUTTI_ERR_INVALID_ARGUMENT,
+             std::string(op) + ": all tensors of a request must be on one device, got " +
+                 device_.str() + " and " + t.device().str());
+      }
     }
   }
   if (!device_.is_cuda()) return;

@@ -20,9 +20,11 @@ namespace tutti_torch {
 
 class DeviceRequest {
  public:
-  // The device of `tensors` (which must all share it; CPU or CUDA). For CUDA: records the
-  // ready event now and prepares the done event. `op` names the operation in errors.
-  DeviceRequest(const std::vector<at::Tensor>& tensors, const char* op);
+  // The device of `inputs` and `outputs` (which must all share it; CPU or CUDA). For CUDA:
+  // records the ready event now and prepares the done event. `op` names the operation in
+  // errors.
+  DeviceRequest(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                const char* op);
 
   bool on_device() const { return device_.is_cuda(); }
   const c10::Device& device() const { return device_; }

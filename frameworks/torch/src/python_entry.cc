@@ -13,6 +13,10 @@
 //                              waits up to timeout_seconds (negative: no limit); once done,
 //                              forgets the request and returns its output tensors and
 //                              integer results, or raises its error
+//   contiguous_dense(tensors) -> bool
+//                              whether a list or tuple holds only dense, contiguous tensors,
+//                              which a request takes as they are: one call instead of a
+//                              Python check and contiguous() per tensor of a grouped call
 //
 // inputs and outputs are lists of tensors (outputs None: the core allocates them); splits is
 // a list of ints or None. Why not torch operators: a call through torch's dispatcher boxes
@@ -253,6 +257,20 @@ PyObject* Wait(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+PyObject* ContiguousDense(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!ArgCount("contiguous_dense", nargs, 1)) return nullptr;
+  PyObject* value = args[0];
+  if (!PyList_Check(value) && !PyTuple_Check(value)) Py_RETURN_FALSE;
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(value);
+  PyObject** items = PySequence_Fast_ITEMS(value);
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    if (!THPVariable_Check(items[i])) Py_RETURN_FALSE;
+    const at::Tensor& tensor = THPVariable_Unpack(items[i]);
+    if (tensor.layout() != at::kStrided || !tensor.is_contiguous()) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
 // A METH_FASTCALL function as the PyCFunction that PyMethodDef stores.
 PyCFunction FastCall(PyObject* (*function)(PyObject*, PyObject* const*, Py_ssize_t)) {
   return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function));
@@ -264,6 +282,8 @@ PyMethodDef methods[] = {
      "Queues a request and runs it on this thread when the core lets it."},
     {"poll", FastCall(&Poll), METH_FASTCALL, "Whether a request is done."},
     {"wait", FastCall(&Wait), METH_FASTCALL, "Waits for a request and collects its results."},
+    {"contiguous_dense", FastCall(&ContiguousDense), METH_FASTCALL,
+     "Whether a list or tuple holds only dense, contiguous tensors."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -54,9 +54,7 @@ int64_t Submit(Submission submission, double run_seconds) {
     request->outputs = std::move(submission.outputs);
   }
   if (!request->inputs.empty()) request->dtype = request->inputs[0].scalar_type();
-  std::vector<at::Tensor> placed = request->inputs;
-  placed.insert(placed.end(), request->outputs.begin(), request->outputs.end());
-  request->device.reset(new DeviceRequest(placed, what.c_str()));
+  request->device.reset(new DeviceRequest(request->inputs, request->outputs, what.c_str()));
   if (submission.collective == TUTTI_OP_ALLTOALL) {
     if (submission.splits.empty()) {
       Fail(TUTTI_ERR_INVALID_ARGUMENT, what + ": needs splits, one row count per rank of the set");
@@ -65,20 +63,12 @@ int64_t Submit(Submission submission, double run_seconds) {
     request->received_splits.assign(request->splits.size(), 0);
   }
 
-  // The views own the shape arrays the tutti_tensors point to; reserve keeps them in place.
-  std::vector<TensorView> views;
-  views.reserve(request->inputs.size() + request->outputs.size());
+  // The views point into the request's tensors, which outlive the enqueue call.
   std::vector<tutti_tensor> in, out;
   in.reserve(request->inputs.size());
   out.reserve(request->outputs.size());
-  for (const at::Tensor& tensor : request->inputs) {
-    views.emplace_back(tensor);
-    in.push_back(views.back().view);
-  }
-  for (const at::Tensor& tensor : request->outputs) {
-    views.emplace_back(tensor);
-    out.push_back(views.back().view);
-  }
+  for (const at::Tensor& tensor : request->inputs) in.push_back(ViewOf(tensor));
+  for (const at::Tensor& tensor : request->outputs) out.push_back(ViewOf(tensor));
 
   tutti_request r{};
   r.collective = static_cast<tutti_collective>(submission.collective);

@@ -60,15 +60,13 @@ void CheckTensor(const at::Tensor& tensor, const char* op) {
   ToTuttiDtype(tensor.scalar_type());
 }
 
-TensorView::TensorView(const at::Tensor& tensor) : shape(tensor.sizes().vec()) {
+tutti_tensor ViewOf(const at::Tensor& tensor) {
+  tutti_tensor view{};
   view.data = tensor.data_ptr();
   view.dtype = ToTuttiDtype(tensor.scalar_type());
-  view.ndim = static_cast<int32_t>(shape.size());
-  view.shape = shape.empty() ? nullptr : shape.data();
-}
-
-TensorView::TensorView(const TensorView& other) : shape(other.shape), view(other.view) {
-  view.shape = shape.empty() ? nullptr : shape.data();
+  view.ndim = static_cast<int32_t>(tensor.dim());
+  view.shape = view.ndim == 0 ? nullptr : tensor.sizes().data();
+  return view;
 }
 
 }  // namespace tutti_torch

@@ -25,14 +25,9 @@ tutti_dtype ToTuttiDtype(at::ScalarType type);
 // Fails unless `tensor` is a defined, dense CPU or CUDA tensor of a supported dtype.
 void CheckTensor(const at::Tensor& tensor, const char* op);
 
-// A tutti_tensor describing a contiguous tensor; owns the shape array it points to.
-struct TensorView {
-  explicit TensorView(const at::Tensor& tensor);
-  TensorView(const TensorView& other);
-  TensorView& operator=(const TensorView&) = delete;
-  std::vector<int64_t> shape;
-  tutti_tensor view;
-};
+// A tutti_tensor describing a contiguous tensor. Its shape points into the tensor's own
+// sizes (no copy per tensor of a grouped request), so it is valid while the tensor lives.
+tutti_tensor ViewOf(const at::Tensor& tensor);
 
 }  // namespace tutti_torch
 

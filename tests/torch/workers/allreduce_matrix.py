@@ -201,6 +201,35 @@ def non_contiguous(check):
         check.check("strided_.untouched." + name, base[:, 1::2], inputs[check.rank][:, 1::2])
 
 
+def grouped_mixed(check):
+    """One grouped call of a contiguous tensor, a transposed view and a parameter (a
+    tuple): every result lands in its own tensor, the parameter keeps its autograd state.
+    Then the same with contiguous tensors only, which take the one-check path."""
+    inputs = check.inputs(torch.float32, hvd.Sum, (4, 6), 3100)
+    expected = reference(torch.float32, hvd.Sum, inputs)
+    expected_t = reference(torch.float32, hvd.Sum, [x.t() for x in inputs])
+    plain = inputs[check.rank].clone()
+    transposed = inputs[check.rank].clone().t()
+    param = torch.nn.Parameter(inputs[check.rank].clone())
+    returned = hvd.synchronize(hvd.grouped_allreduce_async_((plain, transposed, param),
+                                                            op=hvd.Sum, name="grouped.mixed"))
+    check.check("grouped.mixed.plain", plain, expected)
+    check.check("grouped.mixed.transposed", transposed, expected_t)
+    check.check("grouped.mixed.param", param.detach(), expected)
+    if [r is t for r, t in zip(returned, (plain, transposed, param))] != [True] * 3:
+        check.fail("grouped.mixed.returned", "grouped_allreduce_async_ did not return its tensors")
+    if not param.requires_grad or param.grad is not None:
+        check.fail("grouped.mixed.param_state", "the parameter's autograd state changed")
+    param = torch.nn.Parameter(inputs[check.rank].clone())
+    plain = inputs[check.rank].clone()
+    hvd.grouped_allreduce_([param, plain], op=hvd.Sum, name="grouped.contiguous")
+    check.check("grouped.contiguous.param", param.detach(), expected)
+    check.check("grouped.contiguous.plain", plain, expected)
+    outputs = hvd.grouped_allreduce([param.detach(), plain], op=hvd.Sum, name="grouped.new")
+    check.check("grouped.new.0", outputs[0], expected * check.size)
+    check.check("grouped.new.input_untouched", plain, expected)
+
+
 def many_in_flight(check):
     """Several requests outstanding at once, synchronized in reverse order."""
     inputs = [check.inputs(torch.float32, hvd.Sum, (8,), 4000 + i) for i in range(6)]
@@ -253,6 +282,7 @@ def main():
     special_shapes(check)
     scale_factors(check)
     non_contiguous(check)
+    grouped_mixed(check)
     many_in_flight(check)
     horovod_arguments(check)
     autograd(check)

@@ -49,7 +49,7 @@ def _allreduce_async(tensors, kind, name, op, prescale, postscale, process_set, 
     DistributedOptimizer comes through here: it builds no more than the request needs."""
     if op == Adasum:
         adasum.check_ranks(op, process_set)
-    sources = [requests.data_of(t) for t in tensors]
+    sources = requests.data_list(tensors)
     if in_place:
         outputs = sources
 

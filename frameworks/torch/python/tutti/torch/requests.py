@@ -20,6 +20,7 @@ from tutti.common.exceptions import InvalidArgumentError
 from ._native import entry
 
 _enqueue, _run, _poll, _wait = entry.enqueue, entry.run, entry.poll, entry.wait
+_contiguous_dense = entry.contiguous_dense
 
 # synchronize() waits in slices this long, so that Ctrl-C is noticed between them; the
 # cycles a blocking call runs itself (run_blocking) stop after as long.
@@ -60,6 +61,8 @@ def tensor_list(tensors, what):
         raise TypeError("%s needs a list of tensors, got %s" % (what, type(tensors).__name__))
     if not tensors:
         raise InvalidArgumentError("%s needs at least one tensor" % what)
+    if _contiguous_dense(tensors):  # the common case in one native call, not one per tensor
+        return list(tensors)
     return [check_tensor(t) for t in tensors]
 
 
@@ -91,6 +94,13 @@ def data_of(tensor):
     if tensor.requires_grad:  # detach() makes a new tensor object: only when needed
         tensor = tensor.detach()
     return tensor.contiguous()
+
+
+def data_list(tensors):
+    """data_of() of each checked tensor of a list; the list itself when every tensor is
+    contiguous already (one native check: a request reads its tensors' memory, never their
+    autograd state, so a tensor that requires grad needs no detached copy of itself)."""
+    return tensors if _contiguous_dense(tensors) else [data_of(t) for t in tensors]
 
 
 def contiguous(tensor):
