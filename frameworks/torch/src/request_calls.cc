@@ -108,7 +108,7 @@ int64_t Submit(Submission submission, double run_seconds) {
 Results CollectIfDone(int64_t handle) {
   RequestTable& table = RequestTable::Instance();
   std::shared_ptr<Request> request = table.Find(handle);
-  if (!request->done()) return Results{};
+  if (!request->Finished()) return Results{};
   return Collect(table, handle, request);
 }
 

@@ -20,12 +20,20 @@ void Request::OnDone(void* user_data, tutti_status status, const char* message) 
                            : "the tutti core reported a failure";
     }
     request->done_.store(true, std::memory_order_release);
+    // Under the lock: the thread that collects the request destroys it once done, and
+    // takes the lock first (Finished, Wait), so it cannot free the condition variable
+    // while this call still uses it. No system call when nobody waits.
+    request->completed_.notify_all();
   }
-  request->completed_.notify_all();  // no system call when nobody waits
+}
+
+bool Request::Finished() {
+  if (!done()) return false;
+  std::lock_guard<std::mutex> lock(mutex_);  // waits out an OnDone still notifying
+  return true;
 }
 
 bool Request::Wait(double timeout_seconds) {
-  if (done()) return true;
   std::unique_lock<std::mutex> lock(mutex_);
   auto is_done = [this] { return done(); };
   if (timeout_seconds < 0) {

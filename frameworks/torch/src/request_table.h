@@ -29,7 +29,10 @@ namespace tutti_torch {
 struct Request {
   // Waits up to timeout_seconds (negative: no limit); true once the request is done.
   bool Wait(double timeout_seconds);
+  // Whether the core completed the request; Poll's answer. Not enough to destroy it.
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // done(), and the core's thread has left OnDone: the request may be destroyed.
+  bool Finished();
 
   tutti_status status = TUTTI_OK;  // valid once done
   std::string error;               // the core's message, once done with an error
