@@ -62,8 +62,12 @@ def tensor_list(tensors, what):
     if not tensors:
         raise InvalidArgumentError("%s needs at least one tensor" % what)
     if _contiguous_dense(tensors):  # the common case in one native call, not one per tensor
-        return list(tensors)
+        return _DenseList(tensors)
     return [check_tensor(t) for t in tensors]
+
+
+class _DenseList(list):
+    """Tensors that contiguous_dense() accepted: data_list() takes them without asking again."""
 
 
 def check_name(name):
@@ -100,7 +104,9 @@ def data_list(tensors):
     """data_of() of each checked tensor of a list; the list itself when every tensor is
     contiguous already (one native check: a request reads its tensors' memory, never their
     autograd state, so a tensor that requires grad needs no detached copy of itself)."""
-    return tensors if _contiguous_dense(tensors) else [data_of(t) for t in tensors]
+    if type(tensors) is _DenseList or _contiguous_dense(tensors):
+        return tensors
+    return [data_of(t) for t in tensors]
 
 
 def contiguous(tensor):
