@@ -80,14 +80,12 @@ TEST(CacheCoordinationTest, AHitWaitsUntilEveryRankHasItReady) {
   EXPECT_EQ(f.counters.Get(kCacheHits), 1);
   EXPECT_TRUE(f.Mine(f.t0).ready.Test(0));
 
-  std::vector<Response> ready;
   std::vector<int> slots;
-  f.cache.ApplyAgreed(Agreed(4, {}), &ready, &slots);  // another rank is not ready
-  EXPECT_TRUE(ready.empty());
-  f.cache.ApplyAgreed(Agreed(4, {0}), &ready, &slots);
-  ASSERT_EQ(ready.size(), 1u);
-  EXPECT_EQ(ready[0].names[0], "a");
-  EXPECT_EQ(slots, std::vector<int>{0});
+  f.cache.ApplyAgreed(Agreed(4, {}), &slots);  // another rank is not ready
+  EXPECT_TRUE(slots.empty());
+  f.cache.ApplyAgreed(Agreed(4, {0}), &slots);
+  ASSERT_EQ(slots, std::vector<int>{0});
+  EXPECT_EQ(f.cache.response(slots[0]).names[0], "a");
   EXPECT_FALSE(f.Mine(f.t0).ready.Test(0));  // the wait is over
 }
 
@@ -96,10 +94,9 @@ TEST(CacheCoordinationTest, AChangedRequestInvalidatesItsSlot) {
   SlotBits invalidate = f.Sort(Meta("a", {5}), f.t0);
   EXPECT_TRUE(invalidate.Test(0));
   EXPECT_EQ(Names(f.cache.TakeUnsent()), std::vector<std::string>{"a"});
-  std::vector<Response> ready;
   std::vector<int> slots;
-  f.cache.ApplyAgreed(Agreed(4, {0}, {0}), &ready, &slots);
-  EXPECT_TRUE(ready.empty());  // invalidation wins over readiness
+  f.cache.ApplyAgreed(Agreed(4, {0}, {0}), &slots);
+  EXPECT_TRUE(slots.empty());  // invalidation wins over readiness
   EXPECT_EQ(f.counters.Get(kCacheInvalidations), 1);
   f.Sort(Meta("a"), f.t0);  // the entry is gone: even the old request misses now
   EXPECT_EQ(Names(f.cache.TakeUnsent()), std::vector<std::string>{"a"});
@@ -111,9 +108,8 @@ TEST(CacheCoordinationTest, AStaleWaitIsInvalidatedAndSentToTheCoordinator) {
   EXPECT_FALSE(f.Mine(f.t0 + CacheCoordination::kStaleWait).invalidate.Test(0));
   CycleFlags late = f.Mine(f.t0 + CacheCoordination::kStaleWait + std::chrono::milliseconds(1));
   EXPECT_TRUE(late.invalidate.Test(0));
-  std::vector<Response> ready;
   std::vector<int> slots;
-  f.cache.ApplyAgreed(Agreed(4, {}, {0}), &ready, &slots);
+  f.cache.ApplyAgreed(Agreed(4, {}, {0}), &slots);
   EXPECT_EQ(Names(f.cache.TakeUnsent()), std::vector<std::string>{"a"});
 }
 
@@ -131,9 +127,8 @@ TEST(CacheCoordinationTest, AJoinedRankSendsEveryWaitToTheCoordinator) {
   f.Sort(Meta("a"), f.t0);
   CycleFlags agreed = Agreed(4, {});
   agreed.joined = true;
-  std::vector<Response> ready;
   std::vector<int> slots;
-  f.cache.ApplyAgreed(agreed, &ready, &slots);
+  f.cache.ApplyAgreed(agreed, &slots);
   EXPECT_EQ(Names(f.cache.TakeUnsent()), std::vector<std::string>{"a"});
 }
 

@@ -39,6 +39,23 @@ TEST(RequestQueueTest, WaitingMeansSeenByACycleAndStillInFlight) {
   EXPECT_FALSE(q.HasWaiting());
 }
 
+TEST(RequestQueueTest, ARequestTakenBeforeACycleSawItIsNoLongerNew) {
+  RequestQueue q;
+  ASSERT_TRUE(q.Enqueue(Op("answered early")).ok());
+  ASSERT_TRUE(q.Enqueue(Op("later")).ok());
+  PendingOp taken;
+  ASSERT_TRUE(q.Take("answered early", &taken));
+  EXPECT_EQ(taken.meta.name, "answered early");
+  EXPECT_TRUE(q.HasNew());
+  std::vector<RequestMeta> fresh = q.TakeNew();
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0].name, "later");
+  EXPECT_FALSE(q.HasNew());
+  EXPECT_TRUE(q.HasWaiting());
+  // The name is free again.
+  EXPECT_TRUE(q.Enqueue(Op("answered early")).ok());
+}
+
 TEST(RequestQueueTest, DuplicateNameInFlightIsRefused) {
   RequestQueue q;
   ASSERT_TRUE(q.Enqueue(Op("grad")).ok());

@@ -304,7 +304,7 @@ Status Context::AgreeFlags(CycleFlags* agreed, bool follow_up) {
 }
 
 Status Context::Negotiate(const CycleFlags& agreed, Agreement* agreement) {
-  cache_.ApplyAgreed(agreed, &agreement->cached, &agreement->cached_slots);
+  cache_.ApplyAgreed(agreed, &agreement->cached_slots);
   const bool full =
       agreed.negotiate || agreed.shutdown || agreed.joined || agreed.invalidate.Any();
   if (!full) return Status::OK();
@@ -377,31 +377,34 @@ void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
   }
 
   // Everything agreed this cycle, cached first, in the same order on every rank.
-  std::vector<Work> work;
-  for (size_t i = 0; i < agreement.cached.size(); ++i) {
-    Work w;
-    w.response = &agreement.cached[i];
-    w.name = agreement.cached[i].names[0];
-    w.cache_slot = agreement.cached_slots[i];
-    work.push_back(std::move(w));
+  // Cached responses are read in place, not copied (each copy costs a few allocations
+  // per request): the cache changes only in UpdateCache, after everything else has run.
+  size_t count = agreement.cached_slots.size();
+  for (const Response& response : negotiated.responses) count += response.names.size();
+  std::vector<Work> work(count);
+  size_t next = 0;
+  for (int slot : agreement.cached_slots) {
+    Work& w = work[next++];
+    w.response = &cache_.response(slot);
+    w.name = &w.response->names[0];
+    w.cache_slot = slot;
   }
   for (const Response& response : negotiated.responses) {
     for (const std::string& name : response.names) {
-      Work w;
+      Work& w = work[next++];
       w.response = &response;
-      w.name = name;
-      work.push_back(std::move(w));
+      w.name = &name;
     }
   }
-  std::vector<Work*> order;
-  for (Work& w : work) {
-    w.have_op = queue_.Take(w.name, &w.op);
-    order.push_back(&w);
+  std::vector<Work*> order(count);
+  for (size_t i = 0; i < count; ++i) {
+    work[i].have_op = queue_.Take(*work[i].name, &work[i].op);
+    order[i] = &work[i];
   }
   last_cycle_worked_.store(!order.empty(), std::memory_order_relaxed);
   ExecuteAll(order, negotiated_at);
-  UpdateCache(order);
   if (autotune_) SampleAutotune(order);
+  UpdateCache(order);
   if (!negotiated.tuning.empty()) ApplyTuning(negotiated.tuning);
   if (config_.timeline_mark_cycles && timeline_.active() && !work.empty()) {
     timeline_.Span("negotiation cycles", "cycle", cycle_start, Clock::now(),
@@ -440,7 +443,7 @@ void Context::ExecuteAll(const std::vector<Work*>& work, Clock::time_point negot
   }
   if (timeline_.active()) {
     for (const Work* w : work) {
-      if (w->have_op) timeline_.Span(w->name, "negotiate", w->op.enqueued, negotiated);
+      if (w->have_op) timeline_.Span(*w->name, "negotiate", w->op.enqueued, negotiated);
     }
   }
   for (const std::vector<size_t>& group : PlanFusion(items, fusion_threshold_)) {
@@ -477,7 +480,9 @@ void Context::ExecuteOne(Work* work) {
     for (int32_t r : response.joined_ranks) joined = joined || r == topology_.rank;
     if (joined && response.kind == Response::Kind::kExecute) {
       Status s = executor_.ExecuteJoined(response);
-      if (!s.ok()) LogWarning("allreduce of '" + work->name + "' as a joined rank: " + s.message());
+      if (!s.ok()) {
+        LogWarning("allreduce of '" + *work->name + "' as a joined rank: " + s.message());
+      }
       return;
     }
     // Responses for sets without this rank, and errors about requests it never made, are
@@ -485,7 +490,7 @@ void Context::ExecuteOne(Work* work) {
     const bool member = process_sets_.RankIn(response.process_set, topology_.rank) >= 0;
     if (member && response.kind == Response::Kind::kExecute &&
         response.collective != Collective::kJoin) {
-      LogWarning("negotiation answered request '" + work->name +
+      LogWarning("negotiation answered request '" + *work->name +
                  "', which this rank does not have");
     }
     return;

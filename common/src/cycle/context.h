@@ -84,16 +84,17 @@ class Context {
  private:
   // One response to execute this cycle, with this rank's request for it (if any).
   struct Work {
+    // Into the cache or the cycle's negotiated list: valid until the cycle updates the
+    // cache (UpdateCache), which comes last.
     const Response* response = nullptr;
-    std::string name;
+    const std::string* name = nullptr;
     PendingOp op;
     bool have_op = false;
     int cache_slot = -1;  // >= 0: it ran from the cache
   };
-  // What a cycle agreed to run: the cached responses every rank has ready (with their
-  // slots), then the coordinator's answer when a negotiation ran.
+  // What a cycle agreed to run: the cache slots every rank has ready, then the
+  // coordinator's answer when a negotiation ran.
   struct Agreement {
-    std::vector<Response> cached;
     std::vector<int> cached_slots;
     ResponseList negotiated;
   };

@@ -45,8 +45,7 @@ void CacheCoordination::Demote(int slot) {
   waits_.erase(it);
 }
 
-void CacheCoordination::ApplyAgreed(const CycleFlags& agreed, std::vector<Response>* ready,
-                                    std::vector<int>* slots) {
+void CacheCoordination::ApplyAgreed(const CycleFlags& agreed, std::vector<int>* ready_slots) {
   agreed.invalidate.ForEach([&](int slot) {
     if (cache_.Occupied(slot)) counters_->Add(kCacheInvalidations);
     cache_.Erase(slot);
@@ -54,8 +53,7 @@ void CacheCoordination::ApplyAgreed(const CycleFlags& agreed, std::vector<Respon
   });
   agreed.ready.ForEach([&](int slot) {
     if (agreed.invalidate.Test(slot) || !cache_.Occupied(slot)) return;
-    ready->push_back(cache_.response(slot));
-    slots->push_back(slot);
+    ready_slots->push_back(slot);
     waits_.erase(slot);
   });
   if (agreed.joined) {

@@ -42,10 +42,13 @@ class CacheCoordination {
   // invalidate (`invalidate` plus waits older than kStaleWait).
   void Contribute(Clock::time_point now, SlotBits invalidate, CycleFlags* mine) const;
   // Applies the agreed flags: drops invalidated entries (their waits go to the coordinator),
-  // collects the responses every rank has ready with their slots, and while a rank is joined
+  // collects the slots of the responses every rank has ready, and while a rank is joined
   // sends every wait to the coordinator (it stands in for the joined rank).
-  void ApplyAgreed(const CycleFlags& agreed, std::vector<Response>* ready,
-                   std::vector<int>* slots);
+  void ApplyAgreed(const CycleFlags& agreed, std::vector<int>* ready_slots);
+  // The cached response of an occupied slot. The reference stays valid, but the slot may
+  // hold another response after the next Remember, ForgetRemovedSets or SetEnabled: a
+  // cycle reads its ready responses in place (no copy per request) before updating the cache.
+  const Response& response(int slot) const { return cache_.response(slot); }
 
   // The requests for the coordinator's next negotiation, handed over once.
   bool has_unsent() const { return !unsent_.empty(); }

@@ -1,28 +1,34 @@
 #include "requests/request_queue.h"
 
+#include <algorithm>
+
 namespace tutti {
 
 Status RequestQueue::Enqueue(PendingOp op) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_) return close_reason_;
-  const std::string name = op.meta.name;
-  if (in_flight_.count(name) != 0) {
+  auto inserted = in_flight_.try_emplace(op.meta.name);
+  if (!inserted.second) {
     // InvalidArgument, as Horovod reports a duplicate name (a ValueError in Python).
-    return Status::InvalidArgument("a request named '" + name +
+    return Status::InvalidArgument("a request named '" + op.meta.name +
                                    "' is already in flight; names must be unique among pending "
                                    "requests (wait for the first one before resubmitting)");
   }
-  in_flight_.emplace(name, std::move(op));
-  new_names_.push_back(name);
+  Entry& entry = inserted.first->second;
+  entry.op = std::move(op);
+  new_.push_back(&entry);
   return Status::OK();
 }
 
 std::vector<RequestMeta> RequestQueue::TakeNew() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<RequestMeta> result;
-  result.reserve(new_names_.size());
-  for (const std::string& name : new_names_) result.push_back(in_flight_.at(name).meta);
-  new_names_.clear();
+  result.reserve(new_.size());
+  for (Entry* entry : new_) {
+    result.push_back(entry->op.meta);
+    entry->is_new = false;
+  }
+  new_.clear();
   return result;
 }
 
@@ -30,7 +36,10 @@ bool RequestQueue::Take(const std::string& name, PendingOp* op) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = in_flight_.find(name);
   if (it == in_flight_.end()) return false;
-  *op = std::move(it->second);
+  // Answered before this rank sorted it (another rank's request of the same name, e.g. while
+  // this rank was joined): it is no longer new.
+  if (it->second.is_new) new_.erase(std::find(new_.begin(), new_.end(), &it->second));
+  *op = std::move(it->second.op);
   in_flight_.erase(it);
   return true;
 }
@@ -42,12 +51,12 @@ bool RequestQueue::Empty() {
 
 bool RequestQueue::HasNew() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return !new_names_.empty();
+  return !new_.empty();
 }
 
 bool RequestQueue::HasWaiting() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return in_flight_.size() > new_names_.size();  // every new name is in flight
+  return in_flight_.size() > new_.size();  // every new entry is in flight
 }
 
 std::vector<PendingOp> RequestQueue::Close(const Status& reason) {
@@ -55,9 +64,9 @@ std::vector<PendingOp> RequestQueue::Close(const Status& reason) {
   closed_ = true;
   close_reason_ = reason;
   std::vector<PendingOp> result;
-  for (auto& item : in_flight_) result.push_back(std::move(item.second));
+  for (auto& item : in_flight_) result.push_back(std::move(item.second.op));
   in_flight_.clear();
-  new_names_.clear();
+  new_.clear();
   return result;
 }
 

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -81,9 +80,14 @@ class RequestQueue {
   std::vector<PendingOp> Close(const Status& reason);
 
  private:
+  struct Entry {
+    PendingOp op;
+    bool is_new = true;  // not yet returned by TakeNew()
+  };
   std::mutex mutex_;
-  std::unordered_map<std::string, PendingOp> in_flight_;
-  std::deque<std::string> new_names_;
+  std::unordered_map<std::string, Entry> in_flight_;
+  // The new entries in submission order; map nodes do not move, so no name is copied.
+  std::vector<Entry*> new_;
   bool closed_ = false;
   Status close_reason_;
 };
