@@ -84,6 +84,11 @@ def main():
                                  lambda: hvd.allreduce_(frozen, name="readonly.inplace"))
     if message is not None and "writeable" not in message:
         check.fail("readonly.inplace", "the message does not say why: %s" % message)
+    strided = np.ones((4, 4), np.float32)[:, ::2]
+    message = check.expect_error("strided.inplace", hvd.InvalidArgumentError,
+                                 lambda: hvd.allreduce_(strided, name="strided.inplace"))
+    if message is not None and "contiguous" not in message:
+        check.fail("strided.inplace", "the message does not say why: %s" % message)
     # Scale factors: prescale is applied to each input, postscale to the result.
     for name in ("float16", "float32", "float64", "int32", "int64", "uint8"):
         check.allreduce("scale.sum.%s" % name, name, hvd.Sum, (6,), 2000, 3.0, 0.5)

@@ -192,6 +192,10 @@ def non_contiguous(check):
         view = base.t()
         hvd.allreduce_(view, op=hvd.Sum)
         check.check("transposed_." + name, view, expected)
+        base = inputs[check.rank].clone()
+        view = base.t()
+        hvd.allreduce_(view, op=hvd.Sum, name="transposed_.named." + name)
+        check.check("transposed_.named." + name, view, expected)
         strided = [x[:, ::2] for x in inputs]
         expected = reference(dtype, hvd.Sum, strided)
         base = inputs[check.rank].clone()
@@ -199,6 +203,31 @@ def non_contiguous(check):
         hvd.synchronize(hvd.allreduce_async_(view, op=hvd.Sum))
         check.check("strided_." + name, view, expected)
         check.check("strided_.untouched." + name, base[:, 1::2], inputs[check.rank][:, 1::2])
+
+
+def named_in_place(check):
+    """Named in-place calls with plain arguments take allreduce_'s short path: a parameter
+    keeps its autograd state, the default op averages, and anything unusual (an int op,
+    integer factors, the deprecated average flag) still gives the general path's result."""
+    inputs = check.inputs(torch.float32, hvd.Sum, (3, 5), 3200)
+    total = reference(torch.float32, hvd.Sum, inputs)
+    param = torch.nn.Parameter(inputs[check.rank].clone())
+    if hvd.allreduce_(param, op=hvd.Sum, name="named.param") is not param:
+        check.fail("named.param.returned", "allreduce_ did not return its argument")
+    check.check("named.param", param.detach(), total)
+    if not param.requires_grad or param.grad is not None:
+        check.fail("named.param_state", "the parameter's autograd state changed")
+    plain = inputs[check.rank].clone()
+    hvd.allreduce_(plain, name="named.default_op")
+    check.check("named.default_op", plain, total / check.size)
+    plain = inputs[check.rank].clone()
+    hvd.allreduce_(plain, op=int(hvd.Sum), name="named.int_op", prescale_factor=2)
+    check.check("named.int_op", plain, total * 2)
+    plain = inputs[check.rank].clone()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        hvd.allreduce_(plain, average=False, name="named.average_flag")
+    check.check("named.average_flag", plain, total)
 
 
 def grouped_mixed(check):
@@ -282,6 +311,7 @@ def main():
     special_shapes(check)
     scale_factors(check)
     non_contiguous(check)
+    named_in_place(check)
     grouped_mixed(check)
     many_in_flight(check)
     horovod_arguments(check)

@@ -19,6 +19,8 @@ from . import _host_requests, basics, core, dtypes, handles, naming, process_set
 from .basics import ReduceOp
 from .exceptions import InvalidArgumentError
 
+_global_set = process_sets.global_process_set
+
 
 def reduce_op(op):
     if type(op) is ReduceOp:  # hvd.Sum etc.: nothing to resolve
@@ -107,12 +109,38 @@ def run(collective, kind, name, process_set, arrays, op, prescale, postscale):
     """An in-place request on `arrays` (inputs and outputs) submitted and waited for, for a
     synchronous call that needs no handle (allreduce_): through tutti_run, without a
     result function or a pending entry. Raises the request's error."""
-    set_id = process_sets.request_id(process_set)
+    _run_in_place(collective, kind, name, process_sets.request_id(process_set), arrays,
+                  basics.core_reduce_op(op), prescale, postscale)
+
+
+# Reductions that need nothing but their core code (Adasum checks the ranks first).
+_PLAIN_REDUCE_CODES = {op: basics.core_reduce_op(op) for op in ReduceOp if op != ReduceOp.Adasum}
+
+
+def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, process_set):
+    """run() of one array, when nothing needs converting or checking in Python: a named
+    request on the global set, a ReduceOp other than Adasum, float factors, a C-contiguous
+    writeable ndarray. False, having done nothing, otherwise; the general path then gives
+    every error its message. Why: after an idle spell each Python function a call runs
+    costs tens of microseconds on small VMs."""
+    if (type(name) is not str or not name or process_set is not _global_set
+            or type(prescale) is not float or type(postscale) is not float
+            or type(op) is not ReduceOp or op is ReduceOp.Adasum
+            or type(array) is not numpy.ndarray):
+        return False
+    flags = array.flags
+    if not (flags.c_contiguous and flags.writeable):
+        return False
+    _run_in_place(collective, kind, name, core.GLOBAL_PROCESS_SET, [array],
+                  _PLAIN_REDUCE_CODES[op], prescale, postscale)
+    return True
+
+
+def _run_in_place(collective, kind, name, set_id, arrays, op_code, prescale, postscale):
     handle = handles.Handle(None, _no_result, arrays)
     status, handle.name = _host_requests.submit(
-        name, kind, set_id, collective, arrays, arrays, False, basics.core_reduce_op(op),
-        prescale, postscale, 0, None, None, None, ctypes.addressof(handle.completion),
-        _RUN_SLICE_SECONDS)
+        name, kind, set_id, collective, arrays, arrays, False, op_code, prescale, postscale,
+        0, None, None, None, ctypes.addressof(handle.completion), _RUN_SLICE_SECONDS)
     if status != core.OK:
         core.check(status)
     try:

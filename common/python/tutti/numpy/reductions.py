@@ -70,6 +70,9 @@ def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_fact
                process_set=global_process_set):
     """Like allreduce(), but writes the result into `array` and returns it."""
     # allreduce_async_() and synchronize() in one, without a handle's result function.
+    if requests.run_plain_in_place(core.ALLREDUCE, "allreduce", array, name, op,
+                                   prescale_factor, postscale_factor, process_set):
+        return array
     requests.check_in_place(array)
     args = _reduce_args(core.ALLREDUCE, op, prescale_factor, postscale_factor, process_set)
     requests.run(core.ALLREDUCE, "allreduce", name, process_set, [array], *args)

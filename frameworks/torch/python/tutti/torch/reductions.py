@@ -182,6 +182,10 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     """Reduces `tensor` across the ranks of `process_set` in place and returns it."""
     # allreduce_async_ and synchronize() in one, without a handle or a result closure
     # (this is the small-request path a training loop's metric averaging takes).
+    if average is None and requests.run_plain_in_place(
+            Collective.ALLREDUCE, "allreduce", tensor, name, op, prescale_factor,
+            postscale_factor, process_set):
+        return tensor
     op, prescale, postscale = _reduce_args(op, average, prescale_factor, postscale_factor)
     source = requests.contiguous(tensor)
     if op == Adasum:

@@ -13,14 +13,16 @@ import numbers
 import threading
 
 import torch
-from tutti.common import naming, process_sets
-from tutti.common.basics import core_reduce_op
+from tutti.common import core, naming, process_sets
+from tutti.common.basics import ReduceOp, core_reduce_op
 from tutti.common.exceptions import InvalidArgumentError
 
 from ._native import entry
 
 _enqueue, _run, _poll, _wait = entry.enqueue, entry.run, entry.poll, entry.wait
 _contiguous_dense = entry.contiguous_dense
+_global_set = process_sets.global_process_set
+_GLOBAL_SET_ID = core.GLOBAL_PROCESS_SET
 
 # synchronize() waits in slices this long, so that Ctrl-C is noticed between them; the
 # cycles a blocking call runs itself (run_blocking) stop after as long.
@@ -136,6 +138,33 @@ def run(collective, kind, name, process_set, inputs, outputs=None, op=0, prescal
     while not done:  # in slices, so that Ctrl-C is noticed
         done, outputs, extra = _wait(number, _WAIT_SLICE_SECONDS)
     return outputs, extra
+
+
+# Reductions that need nothing but their core code (Adasum checks the ranks first); None
+# is the default, Average.
+_PLAIN_REDUCE_CODES = {op: core_reduce_op(op) for op in ReduceOp if op != ReduceOp.Adasum}
+_PLAIN_REDUCE_CODES[None] = core_reduce_op(ReduceOp.Average)
+
+
+def run_plain_in_place(collective, kind, tensor, name, op, prescale, postscale, process_set):
+    """run() of one tensor in place through the native `run` alone, when nothing needs
+    converting: a named request on the global set, op None (Average) or a ReduceOp other
+    than Adasum, float factors, a dense contiguous tensor (a parameter too: the request
+    reads its memory, not its autograd state). False, having done nothing, otherwise; the
+    general path then gives every error its message. Why: after an idle spell each Python
+    function a call runs costs tens of microseconds on small VMs."""
+    if (type(name) is not str or not name or process_set is not _global_set
+            or type(prescale) is not float or type(postscale) is not float
+            or not (op is None or type(op) is ReduceOp) or op is ReduceOp.Adasum
+            or not _contiguous_dense((tensor,))):
+        return False
+    inputs = [tensor]
+    number, done, _, _ = _run(collective, name, kind, _GLOBAL_SET_ID, inputs, inputs,
+                              _PLAIN_REDUCE_CODES[op], prescale, postscale, 0, None,
+                              _WAIT_SLICE_SECONDS)
+    while not done:  # in slices, so that Ctrl-C is noticed
+        done, _, _ = _wait(number, _WAIT_SLICE_SECONDS)
+    return True
 
 
 def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op=0,
