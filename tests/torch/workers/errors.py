@@ -68,6 +68,13 @@ def ranks_disagree():
     handle = hvd.allreduce_async(torch.ones(2), name="mismatch.op",
                                  op=hvd.Sum if hvd.rank() == 0 else hvd.Max)
     expect("op_mismatch_async", hvd.PreconditionError, lambda: hvd.synchronize(handle))
+    # Named in-place calls with plain arguments take the short paths; so do their errors.
+    handle = hvd.allreduce_async_(torch.ones(shape), name="mismatch.shape.in_place")
+    expect("shape_mismatch_in_place_async", hvd.PreconditionError,
+           lambda: hvd.synchronize(handle), "mismatch.shape.in_place", "shape")
+    expect("op_mismatch_in_place", hvd.PreconditionError,
+           lambda: hvd.allreduce_(torch.ones(2), name="mismatch.op.in_place",
+                                  op=hvd.Sum if hvd.rank() == 0 else hvd.Max))
     still_works("after_mismatches")
 
 
@@ -89,6 +96,8 @@ def name_reused_in_flight():
         first = hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum)
         expect("duplicate_name", ValueError,
                lambda: hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum), "dup")
+        expect("duplicate_name_in_place", ValueError,
+               lambda: hvd.allreduce_async_(torch.ones(2), name="dup", op=hvd.Sum), "dup")
     else:
         time.sleep(0.5)
         first = hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum)

@@ -82,6 +82,12 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                      postscale_factor=1.0, process_set=global_process_set):
     """Like allreduce_async, but the result replaces the contents of `tensor`;
     synchronize() returns `tensor`."""
+    if average is None:
+        handle = requests.submit_plain_in_place(Collective.ALLREDUCE, "allreduce", tensor,
+                                                name, op, prescale_factor, postscale_factor,
+                                                process_set)
+        if handle is not None:
+            return handle
     args = _reduce_args(op, average, prescale_factor, postscale_factor)
     return _allreduce_async([requests.check_tensor(tensor)], "allreduce", name, *args,
                             process_set, in_place=True, grouped=False)

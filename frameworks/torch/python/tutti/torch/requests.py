@@ -146,17 +146,24 @@ _PLAIN_REDUCE_CODES = {op: core_reduce_op(op) for op in ReduceOp if op != Reduce
 _PLAIN_REDUCE_CODES[None] = core_reduce_op(ReduceOp.Average)
 
 
+def _plain(tensor, name, op, prescale, postscale, process_set):
+    """Whether a request on one tensor needs no conversion or check in Python: named, on
+    the global set, op None (Average) or a ReduceOp other than Adasum, float factors, a
+    dense contiguous tensor (a parameter too: the request reads its memory, not its
+    autograd state). The short paths below take such requests straight to the native
+    calls; anything else takes the general path, which gives every error its message.
+    Why: after an idle spell each Python function a call runs costs tens of microseconds
+    on small VMs, and a gradient loop pays for each one per tensor."""
+    return (type(name) is str and name and process_set is _global_set
+            and type(prescale) is float and type(postscale) is float
+            and (op is None or type(op) is ReduceOp) and op is not ReduceOp.Adasum
+            and _contiguous_dense((tensor,)))
+
+
 def run_plain_in_place(collective, kind, tensor, name, op, prescale, postscale, process_set):
-    """run() of one tensor in place through the native `run` alone, when nothing needs
-    converting: a named request on the global set, op None (Average) or a ReduceOp other
-    than Adasum, float factors, a dense contiguous tensor (a parameter too: the request
-    reads its memory, not its autograd state). False, having done nothing, otherwise; the
-    general path then gives every error its message. Why: after an idle spell each Python
-    function a call runs costs tens of microseconds on small VMs."""
-    if (type(name) is not str or not name or process_set is not _global_set
-            or type(prescale) is not float or type(postscale) is not float
-            or not (op is None or type(op) is ReduceOp) or op is ReduceOp.Adasum
-            or not _contiguous_dense((tensor,))):
+    """run() of one tensor in place through the native `run` alone when _plain(); False,
+    having done nothing, otherwise."""
+    if not _plain(tensor, name, op, prescale, postscale, process_set):
         return False
     inputs = [tensor]
     number, done, _, _ = _run(collective, name, kind, _GLOBAL_SET_ID, inputs, inputs,
@@ -165,6 +172,20 @@ def run_plain_in_place(collective, kind, tensor, name, op, prescale, postscale, 
     while not done:  # in slices, so that Ctrl-C is noticed
         done, _, _ = _wait(number, _WAIT_SLICE_SECONDS)
     return True
+
+
+def submit_plain_in_place(collective, kind, tensor, name, op, prescale, postscale,
+                          process_set):
+    """submit() of one tensor in place through the native `enqueue` alone when _plain()
+    (and no run_blocking() is under way); synchronize() returns the tensor. None, having
+    done nothing, otherwise."""
+    if _this_thread.blocking or not _plain(tensor, name, op, prescale, postscale, process_set):
+        return None
+    inputs = [tensor]
+    handle = Handle(_enqueue(collective, name, kind, _GLOBAL_SET_ID, inputs, inputs,
+                             _PLAIN_REDUCE_CODES[op], prescale, postscale, 0, None))
+    handle.finish = lambda outputs, extra: tensor
+    return handle
 
 
 def submit(collective, kind, name, process_set, inputs, finish, outputs=None, op=0,
