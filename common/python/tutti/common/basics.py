@@ -31,6 +31,9 @@ Product = ReduceOp.Product
 # ReduceOp -> tutti_reduce_op of the C ABI: the members share their names.
 _CORE_REDUCE_OP = {op: int(c_api.ReduceCode[op.name.upper()]) for op in ReduceOp}
 _FROM_CORE_REDUCE_OP = {code: op for op, code in _CORE_REDUCE_OP.items()}
+# The reductions that need nothing but their code (Adasum first checks the ranks): the
+# frontends' short paths for plain in-place calls look them up here.
+PLAIN_REDUCE_CODES = {op: code for op, code in _CORE_REDUCE_OP.items() if op != ReduceOp.Adasum}
 
 
 def core_reduce_op(op):

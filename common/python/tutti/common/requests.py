@@ -113,10 +113,6 @@ def run(collective, kind, name, process_set, arrays, op, prescale, postscale):
                   basics.core_reduce_op(op), prescale, postscale)
 
 
-# Reductions that need nothing but their core code (Adasum checks the ranks first).
-_PLAIN_REDUCE_CODES = {op: basics.core_reduce_op(op) for op in ReduceOp if op != ReduceOp.Adasum}
-
-
 def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, process_set):
     """run() of one array, when nothing needs converting or checking in Python: a named
     request on the global set, a ReduceOp other than Adasum, float factors, a C-contiguous
@@ -132,7 +128,7 @@ def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, p
     if not (flags.c_contiguous and flags.writeable):
         return False
     _run_in_place(collective, kind, name, core.GLOBAL_PROCESS_SET, [array],
-                  _PLAIN_REDUCE_CODES[op], prescale, postscale)
+                  basics.PLAIN_REDUCE_CODES[op], prescale, postscale)
     return True
 
 

@@ -14,7 +14,7 @@ import threading
 
 import torch
 from tutti.common import core, naming, process_sets
-from tutti.common.basics import ReduceOp, core_reduce_op
+from tutti.common.basics import PLAIN_REDUCE_CODES, ReduceOp, core_reduce_op
 from tutti.common.exceptions import InvalidArgumentError
 
 from ._native import entry
@@ -140,10 +140,8 @@ def run(collective, kind, name, process_set, inputs, outputs=None, op=0, prescal
     return outputs, extra
 
 
-# Reductions that need nothing but their core code (Adasum checks the ranks first); None
-# is the default, Average.
-_PLAIN_REDUCE_CODES = {op: core_reduce_op(op) for op in ReduceOp if op != ReduceOp.Adasum}
-_PLAIN_REDUCE_CODES[None] = core_reduce_op(ReduceOp.Average)
+# tutti.common's plain reductions, and None: the default, Average.
+_PLAIN_REDUCE_CODES = {**PLAIN_REDUCE_CODES, None: PLAIN_REDUCE_CODES[ReduceOp.Average]}
 
 
 def _plain(tensor, name, op, prescale, postscale, process_set):
