@@ -126,6 +126,7 @@ TEST(ConfigTest, MalformedValuesNameTheVariable) {
                {"TUTTI_GLOO_RENDEZVOUS_PORT", "70000"},
                {"TUTTI_GLOO_TIMEOUT_SECONDS", "soon"},
                {"TUTTI_CYCLE_TIME", "-1"},
+               {"TUTTI_SHM_SINGLE_COPY", "sometimes"},
                {"TUTTI_RANK", "99999999999999999999"}};
   for (const Case& c : cases) {
     std::map<std::string, std::string> vars = {{"TUTTI_GLOO_RENDEZVOUS_ADDR", "127.0.0.1"},

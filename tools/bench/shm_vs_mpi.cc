@@ -1,6 +1,6 @@
-// The shared-memory transport alone: tutti::shm::Group::Allreduce vs MPI_Allreduce (float32
-// sum, in place), measured in the same mpirun launch, alternating blocks. Prints medians and
-// ratios.
+// The shared-memory transport alone: tutti::shm::Group::Allreduce (by default, pipeline only,
+// single copy only, and on scratch memory) vs MPI_Allreduce (float32 sum, in place), measured
+// in the same mpirun launch, alternating blocks. Prints medians and ratios.
 // Build: bazel build //tools/bench:shm_vs_mpi
 // Run:   mpirun --allow-run-as-root -np 2 bazel-bin/tools/bench/shm_vs_mpi
 // SMALL_BYTES, CHUNK_BYTES and RING_SLOTS in the environment override the Group's options.
@@ -92,67 +92,73 @@ int main(int argc, char** argv) {
   if (const char* v = std::getenv("SMALL_BYTES")) options.small_bytes = std::strtoul(v, nullptr, 0);
   if (const char* v = std::getenv("CHUNK_BYTES")) options.chunk_bytes = std::strtoul(v, nullptr, 0);
   if (const char* v = std::getenv("RING_SLOTS")) options.ring_slots = std::atoi(v);
-  std::unique_ptr<Group> group;
   auto barrier = [] {
     return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? Status::OK()
                                                       : Status::Internal("barrier");
   };
-  Status st = Group::Create("/tutti-bench-" + std::to_string(getppid()), rank, size, options,
-                            barrier, &group);
-  if (!st.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", rank, st.message().c_str());
-    MPI_Abort(MPI_COMM_WORLD, 1);
+  // Three groups over the same ranks: the default (the measured choice between the pipeline
+  // and the single copy), the pipeline only, the single copy whenever possible.
+  const Group::Options::SingleCopy modes[] = {Group::Options::SingleCopy::kAuto,
+                                              Group::Options::SingleCopy::kNever,
+                                              Group::Options::SingleCopy::kAlways};
+  std::unique_ptr<Group> groups[3];
+  for (int g = 0; g < 3; ++g) {
+    Group::Options o = options;
+    o.single_copy = modes[g];
+    Status st = Group::Create("/tutti-bench-" + std::to_string(getppid()) + "-" + std::to_string(g),
+                              rank, size, o, barrier, &groups[g]);
+    if (!st.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, st.message().c_str());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
   }
+  Group* group = groups[0].get();
   std::vector<size_t> sizes = {4, 1024, 64 << 10, 1 << 20, 16 << 20, 64 << 20};
   if (rank == 0) {
-    std::printf("%d ranks, float32 sum in place; median per call over interleaved blocks\n", size);
-    std::printf("%10s %12s %12s %8s %14s %10s\n", "bytes", "shm us", "MPI us", "MPI/shm",
-                "shm-scratch us", "MPI/scr");
+    std::printf("%d ranks, float32 sum in place; median per call over interleaved blocks; single "
+                "copy %s\n", size, group->single_copy_available() ? "available" : "unavailable");
+    std::printf("%10s %10s %10s %10s %10s %8s %10s %8s\n", "bytes", "default us", "pipeline",
+                "single", "MPI us", "MPI/def", "scratch", "MPI/scr");
   }
   for (size_t bytes : sizes) {
     const int64_t count = static_cast<int64_t>(bytes / 4);
     std::vector<float> a(count, 0.0f), b(count, 0.0f);
-    // Short alternating blocks: both sides see the same background load on a shared machine.
+    // Short alternating blocks: every contender sees the same background load.
     const int per_block = bytes <= 65536 ? 50 : (bytes <= (1 << 20) ? 5 : 1);
     const int blocks = bytes <= (1 << 20) ? 100 : (bytes <= (16 << 20) ? 40 : 16);
-    std::vector<double> shm_t, mpi_t, scr_t;
-    float* scr = static_cast<float*>(group->ScratchBuffer(bytes));
-    // Warm up both (page faults, MPI's temporaries).
-    for (int i = 0; i < 3; ++i) {
-      group->Allreduce(a.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
-      group->Allreduce(scr, count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+    float* scr = static_cast<float*>(groups[1]->ScratchBuffer(bytes));
+    // 0-2: the groups on a private buffer, 3: the pipeline group on its scratch memory, 4: MPI.
+    auto call = [&](int which) {
+      if (which < 3) return groups[which]->Allreduce(a.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+      if (which == 3) return groups[1]->Allreduce(scr, count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
       MPI_Allreduce(MPI_IN_PLACE, b.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      return Status::OK();
+    };
+    std::vector<double> times[5];
+    for (int i = 0; i < 3; ++i) {  // warm up (page faults, MPI's temporaries)
+      for (int w = 0; w < 5; ++w) CheckOk(call(w));
     }
     for (int blk = 0; blk < blocks; ++blk) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      for (int i = 0; i < per_block; ++i) {
-        const int64_t t0 = NowNs();
-        Status s = group->Allreduce(a.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
-        shm_t.push_back((NowNs() - t0) / 1e3);
-        CheckOk(s);
-      }
-      MPI_Barrier(MPI_COMM_WORLD);
-      for (int i = 0; i < per_block; ++i) {
-        const int64_t t0 = NowNs();
-        Status s = group->Allreduce(scr, count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
-        scr_t.push_back((NowNs() - t0) / 1e3);
-        CheckOk(s);
-      }
-      MPI_Barrier(MPI_COMM_WORLD);
-      for (int i = 0; i < per_block; ++i) {
-        const int64_t t0 = NowNs();
-        MPI_Allreduce(MPI_IN_PLACE, b.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-        mpi_t.push_back((NowNs() - t0) / 1e3);
+      for (int w = 0; w < 5; ++w) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < per_block; ++i) {
+          const int64_t t0 = NowNs();
+          Status s = call(w);
+          times[w].push_back((NowNs() - t0) / 1e3);
+          CheckOk(s);
+        }
       }
     }
-    // Rank 0's medians (both ranks take part in every call).
-    const double s = Median(shm_t), m = Median(mpi_t), c = Median(scr_t);
+    // Rank 0's medians (every rank takes part in every call).
+    double med[5];
+    for (int w = 0; w < 5; ++w) med[w] = Median(times[w]);
     if (rank == 0) {
-      std::printf("%10zu %12.2f %12.2f %8.2f %14.2f %10.2f\n", bytes, s, m, m / s, c, m / c);
+      std::printf("%10zu %10.2f %10.2f %10.2f %10.2f %8.2f %10.2f %8.2f\n", bytes, med[0], med[1],
+                  med[2], med[4], med[4] / med[0], med[3], med[4] / med[3]);
     }
   }
-  FusedStep(rank, group.get());
-  group.reset();
+  FusedStep(rank, group);
+  for (auto& g : groups) g.reset();
   MPI_Finalize();
   return 0;
 }

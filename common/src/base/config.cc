@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace tutti {
 namespace {
@@ -255,16 +256,17 @@ Status ParseConfig(const EnvLookup& env, Config* config) {
     int nccl_streams = 1;
     if (!(s = ReadSetting(env, "NUM_NCCL_STREAMS", &nccl_streams)).ok()) return s;
   }
-  {
+  for (const auto& setting : {std::make_pair("SHM", &result.shm),
+                               std::make_pair("SHM_SINGLE_COPY", &result.shm_single_copy)}) {
     std::string var;
-    const char* value = Lookup(env, "SHM", &var);
+    const char* value = Lookup(env, setting.first, &var);
     const std::string mode = value ? value : "auto";
     if (mode == "auto") {
-      result.shm = SharedMemoryMode::kAuto;
+      *setting.second = SharedMemoryMode::kAuto;
     } else if (mode == "on" || mode == "1") {
-      result.shm = SharedMemoryMode::kOn;
+      *setting.second = SharedMemoryMode::kOn;
     } else if (mode == "off" || mode == "0") {
-      result.shm = SharedMemoryMode::kOff;
+      *setting.second = SharedMemoryMode::kOff;
     } else {
       return Malformed(var, value, "one of auto, on, off");
     }

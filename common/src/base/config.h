@@ -70,6 +70,10 @@ struct Config {
   bool hierarchical_allreduce = true;
   // Per-rank fusion buffer inside the shared segment (fused allreduces skip a copy).
   int64_t shm_buffer_bytes = int64_t(32) << 20;
+  // TUTTI_SHM_SINGLE_COPY: large allreduces and broadcasts over shared memory may read the
+  // peers' buffers with one kernel copy: auto picks it or the pipeline by measured time; on
+  // takes it whenever the kernel allows; off never.
+  SharedMemoryMode shm_single_copy = SharedMemoryMode::kAuto;
   // How many times this process initialized before (set by init, not by the environment);
   // keeps each init's rendezvous keys apart.
   int generation = 0;

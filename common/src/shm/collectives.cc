@@ -20,6 +20,7 @@ using internal::kAlltoall;
 using internal::kBarrier;
 using internal::kBroadcast;
 using internal::KindName;
+using internal::ForPieces;
 using internal::Overlap;
 
 // Every rank writes its data into its block of lines, each line with the call's sequence
@@ -115,30 +116,6 @@ Status Group::AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype
   slot_free_[static_cast<size_t>(pos)] = done;
   return Status::OK();
 }
-
-namespace {
-
-// Walks the pieces of the logical range [lo, lo + n) of the concatenation of `spans`:
-// fn(offset from lo, input piece, output piece, elements), offsets and counts in elements.
-// `starts` holds each span's first element (ascending).
-template <typename Fn>
-void ForPieces(const std::vector<Group::Span>& spans, const std::vector<int64_t>& starts,
-               size_t es, int64_t lo, int64_t n, Fn fn) {
-  if (n <= 0) return;
-  size_t i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), lo) -
-                                 starts.begin()) - 1;
-  for (int64_t at = lo; at < lo + n; ++i) {
-    const Group::Span& span = spans[i];
-    const int64_t within = at - starts[i];
-    const int64_t m = std::min(span.count - within, lo + n - at);
-    if (m <= 0) continue;  // an empty span
-    const size_t skip = static_cast<size_t>(within) * es;
-    fn(at - lo, static_cast<const char*>(span.in) + skip, static_cast<char*>(span.out) + skip, m);
-    at += m;
-  }
-}
-
-}  // namespace
 
 // The spans hold the vector to reduce (one span for a plain in-place allreduce). Elements
 // [want_begin, want_end) must be complete in the spans' outputs on return; the rest may hold
@@ -370,8 +347,8 @@ Status Group::AllreduceImpl(void* buffer, int64_t count, tutti_dtype dtype, tutt
       buf + bytes <= Scratch(rank_) + options_.scratch_bytes) {
     return AllreduceDirect(buf, count, es, dtype, op, desc, want_begin, want_end);
   }
-  return AllreducePipelined({Span{buf, buf, count}}, count, es, dtype, op, desc, want_begin,
-                            want_end, 1.0, 1);
+  return AllreduceLarge({Span{buf, buf, count}}, count, es, dtype, op, desc, want_begin, want_end,
+                        1.0, 1);
 }
 
 Status Group::Allreduce(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op) {
@@ -395,7 +372,7 @@ Status Group::AllreduceSpans(const std::vector<Span>& spans, tutti_dtype dtype,
     desc.aux = static_cast<uint32_t>(dtype) | (static_cast<uint32_t>(op) << 8);
     desc.total_bytes = bytes;
     desc.own_bytes = bytes;
-    return AllreducePipelined(spans, count, es, dtype, op, desc, 0, count, factor, divisor);
+    return AllreduceLarge(spans, count, es, dtype, op, desc, 0, count, factor, divisor);
   }
   // Small (or invalid: AllreduceImpl explains): packed into one buffer, the one-synchronisation
   // protocols beat a pipeline.
@@ -469,11 +446,36 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
   desc.total_bytes = static_cast<uint64_t>(bytes);
   desc.own_bytes = static_cast<uint64_t>(bytes);
   char* buf = static_cast<char*>(buffer);
+  // A large broadcast may take a single copy: the root decides and says so in the first
+  // round's descriptor, with its buffer's address in place of the data; every other rank
+  // reads the whole buffer from the root, and the root waits until all have.
+  const bool may_single =
+      single_copy_available_ && static_cast<uint64_t>(bytes) >= options_.single_copy_bytes;
+  const bool measure = may_single && rank_ == root &&
+                       options_.single_copy == Options::SingleCopy::kAuto;
+  if (may_single && rank_ == root) {
+    desc.single_copy_flags = !measure || broadcast_choice_.Next(static_cast<size_t>(bytes)) == 1;
+  }
+  const int64_t start = NowNs();
+  uint32_t last_done = 0;
   const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes);
   for (int64_t lo = 0; lo < bytes; lo += chunk) {
     const size_t n = static_cast<size_t>(std::min(chunk, bytes - lo));
     const int pos = NextSlot();
     const uint32_t written = NextPhase(), done = NextPhase();
+    last_done = done;
+    if (rank_ == root && desc.single_copy_flags != 0) {
+      SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
+      *Desc(rank_, pos) = desc;
+      *reinterpret_cast<PeerSpan*>(SlotData(rank_, pos)) = {reinterpret_cast<uintptr_t>(buf),
+                                                            reinterpret_cast<uintptr_t>(buf), bytes};
+      Post(Counter(rank_), done);
+      SHM_RETURN_IF_ERROR(WaitAll(done));
+      slot_free_[static_cast<size_t>(pos)] = done;
+      ++single_copy_calls_;
+      if (measure) broadcast_choice_.Record(static_cast<size_t>(bytes), 1, NowNs() - start);
+      return Status::OK();
+    }
     if (rank_ == root) {
       SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
       *Desc(rank_, pos) = desc;
@@ -489,10 +491,24 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
             std::to_string(root) + " while the root called " + KindName(d.kind) + " (" +
             std::to_string(d.total_bytes) + " bytes, parameter " + std::to_string(d.aux) + ")"));
       }
+      if (lo == 0 && d.single_copy_flags != 0 && may_single) {
+        peer_spans_[root].assign(1, *reinterpret_cast<const PeerSpan*>(SlotData(root, pos)));
+        peer_starts_[root].assign(1, 0);
+        SHM_RETURN_IF_ERROR(
+            ReadPeer(root, false, 0, bytes, 1, {{buf, static_cast<size_t>(bytes)}}));
+        Post(Counter(rank_), done);
+        slot_free_[static_cast<size_t>(pos)] = done;
+        ++single_copy_calls_;
+        return Status::OK();
+      }
       std::memcpy(buf + lo, SlotData(root, pos), n);
       Post(Counter(rank_), done);
     }
     slot_free_[static_cast<size_t>(pos)] = done;
+  }
+  if (measure) {  // time the pipeline to the end on every rank, as the single copy is timed
+    SHM_RETURN_IF_ERROR(WaitAll(last_done));
+    broadcast_choice_.Record(static_cast<size_t>(bytes), 0, NowNs() - start);
   }
   return Status::OK();
 }

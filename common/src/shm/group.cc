@@ -28,6 +28,12 @@ namespace {
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
+// The size from which calls may take a single copy, as every rank must agree on it.
+uint64_t SingleCopyBytes(const Group::Options& options) {
+  if (options.single_copy == Group::Options::SingleCopy::kNever) return 0;
+  return std::max<uint64_t>(1, options.single_copy_bytes);
+}
+
 }  // namespace
 
 size_t Group::SegmentBytes(int size, const Options& options) {
@@ -97,6 +103,7 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
         h->segment_bytes = layout.total;
         h->chunk_bytes = options.chunk_bytes;
         h->scratch_bytes = options.scratch_bytes;
+        h->single_copy_bytes = SingleCopyBytes(options);
         h->size = size;
         h->ring_slots = options.ring_slots;
         h->magic.store(kMagic, std::memory_order_release);
@@ -121,7 +128,8 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
       if (st.ok() &&
           (h->magic.load(std::memory_order_acquire) != kMagic || h->size != size ||
            h->chunk_bytes != options.chunk_bytes || h->ring_slots != options.ring_slots ||
-           h->scratch_bytes != options.scratch_bytes)) {
+           h->scratch_bytes != options.scratch_bytes ||
+           h->single_copy_bytes != SingleCopyBytes(options))) {
         st = Status::InvalidArgument("shared-memory group: segment " + name +
                                      " was created with other parameters (group size or options "
                                      "differ between ranks)");
@@ -141,6 +149,8 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
     g->scratch_stride_ = layout.scratch_stride;
     g->peers_ = reinterpret_cast<PeerLine*>(g->base_ + layout.peers);
     g->peers_[rank].id = SelfProcessId();
+    g->probe_word_ = kMagic + static_cast<uint64_t>(rank);
+    g->peers_[rank].probe_address = reinterpret_cast<uintptr_t>(&g->probe_word_);
     g->header_->attached.fetch_add(1, std::memory_order_acq_rel);
   }
   Status b2 = barrier();
@@ -154,6 +164,9 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
                            std::to_string(size) + " ranks could attach segment " + name);
     }
   }
+  // Every rank calls the barrier a third time, whatever happened, so none waits in vain.
+  Status probed = st.ok() ? g->ProbeSingleCopy(barrier) : barrier();
+  if (st.ok()) st = probed;
   if (!st.ok()) return st;
 
   const bool yield = options.waiting == Waiting::kYield ||

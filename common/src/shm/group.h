@@ -18,9 +18,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
+#include "shm/algorithm_choice.h"
 #include "shm/layout.h"
 #include "shm/spin_advisor.h"
 #include "tutti/c_api.h"
@@ -57,13 +59,20 @@ class Group {
     // Per-rank memory in the segment that callers may use as their (fusion) buffer: an
     // allreduce whose buffer lies there skips the copy into the segment. 0: none.
     size_t scratch_bytes = 0;
+    // Allreduces and broadcasts of at least single_copy_bytes may instead read the peers'
+    // buffers where they are, with one kernel copy (process_vm_readv), when the kernel lets
+    // the ranks do so: kAuto picks the faster of that and the pipeline from measured times
+    // (algorithm_choice.h), kAlways takes it whenever it is possible, kNever never does.
+    enum class SingleCopy { kAuto, kAlways, kNever };
+    SingleCopy single_copy = SingleCopy::kAuto;
+    size_t single_copy_bytes = 1 << 20;
   };
 
   // Bytes of the shared segment for a group of `size` ranks with these options.
   static size_t SegmentBytes(int size, const Options& options);
 
   // Rank 0 creates the segment `name` ("/name", unique per job and process set; a stale
-  // segment of that name is replaced), `barrier` is called twice on every rank (it must
+  // segment of that name is replaced), `barrier` is called three times on every rank (it must
   // synchronise exactly these processes), the others map it, and rank 0 unlinks the name once
   // everyone has mapped it: nothing is left in /dev/shm after that, whatever happens to the
   // processes. Fails on every rank if any rank failed to attach.
@@ -123,6 +132,12 @@ class Group {
 
   // OK, or the error that made the group unusable.
   Status status() const;
+
+  // Whether every rank may read every other's memory (tested at Create), so that large calls
+  // can take a single copy; false with SingleCopy::kNever.
+  bool single_copy_available() const { return single_copy_available_; }
+  // Calls so far that took the single copy (this rank's count; every rank agrees).
+  uint64_t single_copy_calls() const { return single_copy_calls_; }
 
   // This rank's scratch memory inside the segment (Options::scratch_bytes), or nullptr if
   // `bytes` exceeds it. Allreduce/ReduceScatter of more than chunk_bytes on a buffer that lies
@@ -190,6 +205,19 @@ class Group {
                          int64_t want_end);
   Status AllreduceImpl(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op,
                        int64_t want_begin, int64_t want_end);
+  // A large allreduce: the ranks agree on the pipeline or the single copy (single_copy.cc).
+  Status AllreduceLarge(const std::vector<Span>& spans, int64_t count, size_t es,
+                        tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
+                        int64_t want_begin, int64_t want_end, double factor, int divisor);
+  Status AllreduceSingleCopy(const std::vector<Span>& spans, int64_t count, size_t es,
+                             tutti_dtype dtype, tutti_reduce_op op, int64_t want_begin,
+                             int64_t want_end, double factor, int divisor);
+  // Copies elements [lo, lo + n) of rank j's inputs (or outputs) to `local`, a list of
+  // (pointer, bytes) of n elements in all, with process_vm_readv.
+  Status ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
+                  const std::vector<std::pair<char*, size_t>>& local);
+  // Tests once, at Create, that every rank can read every other's memory; agreed by all.
+  Status ProbeSingleCopy(const std::function<Status()>& barrier);
 
   int rank_ = 0;
   int size_ = 1;
@@ -212,6 +240,21 @@ class Group {
   std::vector<uint32_t> slot_free_;  // per ring position: phase after which it may be reused
   std::vector<uint32_t> seen_;       // per peer: a phase its counter is known to have reached
   std::vector<char> gathered_;       // small AllreduceSpans calls, packed
+
+  // Single copies: whether possible, the deciding rank's measurements (rank 0 for
+  // allreduce, the root for broadcast), the peers' buffer tables of the current call, and
+  // room for a chunk read from a peer and for a partial sum.
+  bool single_copy_available_ = false;
+  uint64_t single_copy_calls_ = 0;
+  AlgorithmChoice allreduce_choice_, broadcast_choice_;
+  struct PeerSpan {
+    uint64_t in, out;
+    int64_t count;
+  };
+  std::vector<std::vector<PeerSpan>> peer_spans_;
+  std::vector<std::vector<int64_t>> peer_starts_;
+  std::vector<char> incoming_, partial_;
+  uint64_t probe_word_ = 0;
 
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mu_;

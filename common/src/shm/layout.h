@@ -4,7 +4,8 @@
 //   Header        magic, parameters, the abort word and message            (one page)
 //   counters      one cache line per rank: its phase counter (written by that rank only)
 //   sleepers      one line per rank: how many peers sleep on that rank's words (futex)
-//   peers         one line per rank: pid and start time, for liveness checks
+//   peers         one line per rank: pid and start time, for liveness checks; the address
+//                 and outcome of its single-copy probe
 //   tiny          per rank two blocks (alternating calls) of kTinyLines lines, each a
 //                 sequence word, a call descriptor and 56 data bytes
 //   slots         per rank a ring of ring_slots slots; a slot is a 64-byte descriptor,
@@ -39,6 +40,7 @@ struct Header {
   uint64_t segment_bytes;
   uint64_t chunk_bytes;
   uint64_t scratch_bytes;
+  uint64_t single_copy_bytes;  // 0 when single copies are off
   int32_t size;
   int32_t ring_slots;
   std::atomic<int32_t> attached;                    // ranks that mapped the segment during Create
@@ -55,6 +57,8 @@ struct alignas(kLine) SleepersLine {
 };
 struct alignas(kLine) PeerLine {
   ProcessId id;
+  uint64_t probe_address;  // a word of this process that peers read to test single copies
+  std::atomic<uint32_t> can_read_peers;  // 1: this rank read every peer's word, 2: it could not
 };
 struct alignas(kLine) TinyLine {
   std::atomic<uint32_t> seq;  // the tiny call's sequence number once data is valid
@@ -66,10 +70,14 @@ static_assert(sizeof(TinyLine) == kLine, "flag and data share one cache line");
 // Written by a slot's owner with its data: what call this is, so that ranks that disagree
 // get an error instead of garbage.
 struct alignas(kLine) SlotDesc {
-  uint32_t kind;
-  uint32_t aux;          // dtype/op or root
-  uint64_t total_bytes;  // same on every rank
-  uint64_t own_bytes;    // this rank's contribution
+  uint32_t kind = 0;
+  uint32_t aux = 0;          // dtype/op or root
+  uint64_t total_bytes = 0;  // same on every rank
+  uint64_t own_bytes = 0;    // this rank's contribution
+  // Large calls that may take a single copy: bit 0 set by the deciding rank when it chose the
+  // single copy, bit 1 by a rank whose buffer table fits the slot; span_count entries follow.
+  uint32_t single_copy_flags = 0;
+  uint32_t span_count = 0;
 };
 
 struct Layout {

@@ -100,5 +100,12 @@ bool ProcessGone(const ProcessId& id) {
   return id.start_ticks != 0 && start != id.start_ticks;
 }
 
+int64_t ReadPeerMemory(int64_t pid, const iovec* local, int local_count, const iovec* remote,
+                       int remote_count) {
+  const ssize_t n = process_vm_readv(static_cast<pid_t>(pid), local, static_cast<unsigned long>(local_count),
+                                     remote, static_cast<unsigned long>(remote_count), 0);
+  return n < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(n);
+}
+
 }  // namespace shm
 }  // namespace tutti

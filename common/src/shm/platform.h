@@ -4,6 +4,8 @@
 #ifndef TUTTI_SRC_SHM_PLATFORM_H_
 #define TUTTI_SRC_SHM_PLATFORM_H_
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -33,6 +35,13 @@ ProcessId SelfProcessId();
 // True when `id` has exited, has been killed (also while it is an unreaped zombie), or its
 // pid now belongs to another process.
 bool ProcessGone(const ProcessId& id);
+
+// Copies from another process's memory into this one's with one kernel copy
+// (process_vm_readv): `remote` and `local` list the same number of bytes. Returns the bytes
+// copied (fewer when a remote range is not mapped), or -errno: EPERM where the kernel or a
+// security policy (Yama, seccomp) forbids it, ESRCH when the process is gone.
+int64_t ReadPeerMemory(int64_t pid, const iovec* local, int local_count, const iovec* remote,
+                       int remote_count);
 
 // A pause instruction for spin loops.
 inline void CpuRelax() {

@@ -257,6 +257,13 @@ class SharedMemoryTransport : public Transport {
       shm::Group::Options options;
       options.timeout_seconds = config_.timeout_seconds;
       options.scratch_bytes = plan.all_local ? static_cast<size_t>(config_.shm_buffer_bytes) : 0;
+      options.single_copy = config_.shm_single_copy == SharedMemoryMode::kOn
+                                ? shm::Group::Options::SingleCopy::kAlways
+                            : config_.shm_single_copy == SharedMemoryMode::kOff
+                                ? shm::Group::Options::SingleCopy::kNever
+                                : shm::Group::Options::SingleCopy::kAuto;
+      // On: every call that the single copy can take (forcing it, for tests and comparisons).
+      if (config_.shm_single_copy == SharedMemoryMode::kOn) options.single_copy_bytes = 1;
       const std::string name = "/tutti-" + token_ + "-g" + RendezvousScope(config_) +
                                "-s" + std::to_string(id) + "-h" +
                                std::to_string(hosts_[topology_.rank]);

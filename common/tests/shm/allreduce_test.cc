@@ -102,9 +102,26 @@ std::vector<int64_t> BoundaryCounts(const Group::Options& o, size_t es) {
           small, small + 1, chunk - 1, chunk,    chunk + 1, 3 * chunk + 5};
 }
 
-void RunMatrix(int size, int ring_slots = 4) {
+// The group options of a test: the pipeline, or the single copy for every call above
+// small_bytes (the test is skipped where the kernel forbids reading a sibling's memory).
+Group::Options TestOptions(bool single_copy) {
+  return single_copy ? testing::SingleCopyOptions() : testing::SmallChunkOptions();
+}
+// In a child, after its calls: the single copy ran where it was asked for.
+bool TookSingleCopy(int rank, Group* g, bool single_copy) {
+  if (!single_copy) return true;
+  SHM_CHECK(g->single_copy_available(), "the group found single copies impossible");
+  SHM_CHECK(g->single_copy_calls() > 0, "no call took the single copy");
+  return true;
+}
+#define SKIP_UNLESS_SINGLE_COPY_POSSIBLE(single_copy)                                     \
+  if ((single_copy) && !testing::KernelAllowsSingleCopy())                                 \
+  GTEST_SKIP() << "this kernel forbids process_vm_readv between sibling processes (Yama " \
+                  "ptrace_scope or seccomp)"
+
+void RunMatrix(int size, int ring_slots = 4, bool single_copy = false) {
   RunOptions options;
-  options.group = testing::SmallChunkOptions();
+  options.group = TestOptions(single_copy);
   options.group.ring_slots = ring_slots;
   std::string problems = RunGroup(
       size,
@@ -117,7 +134,7 @@ void RunMatrix(int size, int ring_slots = 4) {
             }
           }
         }
-        return true;
+        return TookSingleCopy(rank, g, single_copy);
       },
       options);
   EXPECT_EQ(problems, "");
@@ -127,6 +144,18 @@ TEST(ShmAllreduceTest, EveryDtypeOpAndSizeOn2Ranks) { RunMatrix(2); }
 // Also the smallest ring the skewed pipeline allows.
 TEST(ShmAllreduceTest, EveryDtypeOpAndSizeOn3RanksWith3Slots) { RunMatrix(3, 3); }
 TEST(ShmAllreduceTest, EveryDtypeOpAndSizeOn4RanksOversubscribed) { RunMatrix(4); }
+TEST(ShmAllreduceTest, EveryDtypeOpAndSizeSingleCopyOn2Ranks) {
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE(true);
+  RunMatrix(2, 4, true);
+}
+TEST(ShmAllreduceTest, EveryDtypeOpAndSizeSingleCopyOn3Ranks) {
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE(true);
+  RunMatrix(3, 3, true);
+}
+TEST(ShmAllreduceTest, EveryDtypeOpAndSizeSingleCopyOn4RanksOversubscribed) {
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE(true);
+  RunMatrix(4, 4, true);
+}
 
 // Megabytes with the default chunking (several pipelined chunks per call, the ring wrapping
 // many times), repeated so that slot reuse across calls is exercised.
@@ -157,10 +186,13 @@ TEST(ShmAllreduceTest, SumsTakenInRankOrder) {
   const float values[] = {1.0f, 1e8f, -1e8f, 0.5f};
   volatile float a = values[2], b = values[1], c = values[0];
   ASSERT_NE((a + b) + c, (c + b) + a) << "the data must be order-sensitive";
-  for (int size : {3, 4}) {
+  for (int cell = 0; cell < 4; ++cell) {
+    const int size = 3 + cell % 2;
+    const bool single_copy = cell >= 2;
+    if (single_copy && !testing::KernelAllowsSingleCopy()) continue;
     const float want = size == 3 ? 0.0f : 0.5f;
     RunOptions options;
-    options.group = testing::SmallChunkOptions();
+    options.group = TestOptions(single_copy);
     std::string problems = RunGroup(
         size,
         [&](int rank, Group* g, Shared* shared) {
@@ -175,19 +207,22 @@ TEST(ShmAllreduceTest, SumsTakenInRankOrder) {
             shared->digests[rank] =
                 testing::Fnv1a(buf.data(), buf.size() * 4, shared->digests[rank]);
           }
-          return true;
+          return TookSingleCopy(rank, g, single_copy);
         },
         options);
-    EXPECT_EQ(problems, "") << size << " ranks";
+    EXPECT_EQ(problems, "") << size << " ranks, single copy " << single_copy;
   }
 }
 
 // ReduceScatter: uneven parts (one empty), every path; each rank gets its part of the
 // rank-order reduction.
 TEST(ShmAllreduceTest, ReduceScatter) {
-  for (int size : {2, 3}) {
+  for (int cell = 0; cell < 4; ++cell) {
+    const int size = 2 + cell % 2;
+    const bool single_copy = cell >= 2;
+    if (single_copy && !testing::KernelAllowsSingleCopy()) continue;
     RunOptions options;
-    options.group = testing::SmallChunkOptions();
+    options.group = TestOptions(single_copy);
     options.same_digests = false;  // each rank receives another part
     std::string problems = RunGroup(
         size,
@@ -218,10 +253,10 @@ TEST(ShmAllreduceTest, ReduceScatter) {
               }
             }
           }
-          return true;
+          return TookSingleCopy(rank, g, single_copy);
         },
         options);
-    EXPECT_EQ(problems, "") << size << " ranks";
+    EXPECT_EQ(problems, "") << size << " ranks, single copy " << single_copy;
   }
 }
 
@@ -229,9 +264,12 @@ TEST(ShmAllreduceTest, ReduceScatter) {
 // and slice boundaries), in place and into separate outputs, scaled afterwards; the results
 // equal packing the tensors, a plain Allreduce and ScaleInPlace, bit for bit, on every path.
 TEST(ShmAllreduceTest, SpansEqualPackedAllreduce) {
-  for (int size : {2, 3}) {
+  for (int cell = 0; cell < 4; ++cell) {
+    const int size = 2 + cell % 2;
+    const bool single_copy = cell >= 2;
+    if (single_copy && !testing::KernelAllowsSingleCopy()) continue;
     RunOptions options;
-    options.group = testing::SmallChunkOptions();
+    options.group = TestOptions(single_copy);
     std::string problems = RunGroup(
         size,
         [&](int rank, Group* g, Shared* shared) {
@@ -275,10 +313,10 @@ TEST(ShmAllreduceTest, SpansEqualPackedAllreduce) {
               }
             }
           }
-          return true;
+          return TookSingleCopy(rank, g, single_copy);
         },
         options);
-    EXPECT_EQ(problems, "") << size << " ranks";
+    EXPECT_EQ(problems, "") << size << " ranks, single copy " << single_copy;
   }
 }
 

@@ -46,9 +46,10 @@ bool StaysFailed(int rank, Group* g) {
 // A rank is SIGKILLed while the others run large allreduces and barriers; it stays an unreaped
 // zombie. The others must fail well before their 30 s deadline (liveness check), with a
 // message naming the dead rank, and stay failed.
-TEST(ShmFailureTest, KilledPeerBecomesAnErrorQuickly) {
+void KillPeerDuringAllreduces(Group::Options::SingleCopy single_copy) {
   RunOptions options;
   options.group.timeout_seconds = 30;
+  options.group.single_copy = single_copy;
   options.reap_last = {2};
   options.expected_exit = {0, 0, -SIGKILL};
   options.same_digests = false;
@@ -79,6 +80,15 @@ TEST(ShmFailureTest, KilledPeerBecomesAnErrorQuickly) {
       },
       options);
   EXPECT_EQ(problems, "");
+}
+
+TEST(ShmFailureTest, KilledPeerBecomesAnErrorQuickly) {
+  KillPeerDuringAllreduces(Group::Options::SingleCopy::kNever);
+}
+// The survivors may be reading the dead rank's memory when it dies.
+TEST(ShmFailureTest, KilledPeerDuringSingleCopiesBecomesAnErrorQuickly) {
+  if (!testing::KernelAllowsSingleCopy()) GTEST_SKIP() << "process_vm_readv forbidden here";
+  KillPeerDuringAllreduces(Group::Options::SingleCopy::kAlways);
 }
 
 // A rank stops (SIGSTOP) inside the job: alive, but never answering. The others fail at their
@@ -272,6 +282,11 @@ TEST(ShmFailureTest, DisagreeingCreateFailsEverywhere) {
   options.expected_exit = {1, 1};  // Create failed
   options.rank_options = [](int rank, Group::Options* o) {
     if (rank == 1) o->chunk_bytes *= 2;
+  };
+  EXPECT_EQ(RunGroup(2, [](int, Group*, Shared*) { return true; }, options), "");
+  // Ranks that disagree on single copies would disagree on the protocol of large calls.
+  options.rank_options = [](int rank, Group::Options* o) {
+    if (rank == 1) o->single_copy = Group::Options::SingleCopy::kNever;
   };
   EXPECT_EQ(RunGroup(2, [](int, Group*, Shared*) { return true; }, options), "");
 

@@ -48,6 +48,36 @@ inline Group::Options SmallChunkOptions() {
   return o;
 }
 
+// The same, with every call above small_bytes reading the peers' buffers (single copy).
+inline Group::Options SingleCopyOptions() {
+  Group::Options o = SmallChunkOptions();
+  o.single_copy = Group::Options::SingleCopy::kAlways;
+  o.single_copy_bytes = 1;
+  return o;
+}
+
+// Whether this kernel lets a process read a forked sibling's memory (process_vm_readv), tested
+// without the group: where it does, the group must find out so too.
+inline bool KernelAllowsSingleCopy() {
+  static uint64_t word = 0x7475747469ULL;
+  int ready[2];
+  if (pipe(ready) != 0) return false;
+  const pid_t child = fork();
+  if (child == 0) {
+    char c;
+    close(ready[1]);
+    if (read(ready[0], &c, 1) < 0) _exit(1);  // returns when the parent closes its end
+    _exit(0);
+  }
+  close(ready[0]);
+  uint64_t got = 0;
+  iovec local{&got, sizeof(got)}, remote{&word, sizeof(word)};
+  const bool ok = child > 0 && ReadPeerMemory(child, &local, 1, &remote, 1) == 8 && got == word;
+  close(ready[1]);
+  if (child > 0) waitpid(child, nullptr, 0);
+  return ok;
+}
+
 // Memory shared by the test process and its forked children.
 template <typename T>
 T* SharedNew() {

@@ -1,0 +1,99 @@
+// Chooses, per message size, between two algorithms for a large collective from their
+// measured times on this host.
+//
+// Why measured and not fixed: which one wins changes with the machine and even within one
+// run. Between the vCPUs of a VM whose host sometimes places them on cores that share no
+// cache, the pipeline through the segment (copy in, reduce, copy out, chunk by chunk) is 2-3x
+// faster than reading the peers' buffers with one kernel copy while the cores share a cache,
+// and 2x slower while they do not (docs/benchmarks.md, "single copy").
+//
+// Sizes fall into classes by their power of two. A class first tries each algorithm once,
+// then takes the one with the lower recent time per byte; every `interval` calls it tries the
+// other again, so a change of phase is noticed. The interval doubles (up to kMaxInterval)
+// while those tries confirm the choice and drops back to kMinInterval whenever the choice
+// changes, so a stable machine pays for a try rarely. Slower samples of the chosen algorithm
+// raise its estimate and can flip the choice by themselves: a sudden slow phase of the
+// chosen algorithm is noticed within two calls, a fast phase of the other at its next try.
+//
+// Used by the one rank that decides for the group (it publishes its choice with the call).
+#ifndef TUTTI_SRC_SHM_ALGORITHM_CHOICE_H_
+#define TUTTI_SRC_SHM_ALGORITHM_CHOICE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tutti {
+namespace shm {
+
+class AlgorithmChoice {
+ public:
+  static constexpr int kMinInterval = 8;
+  static constexpr int kMaxInterval = 128;
+
+  // The algorithm (0 or 1) that the next call of `bytes` should use.
+  int Next(size_t bytes) {
+    Class& c = classes_[ClassOf(bytes)];
+    if (c.samples[0] == 0) return 0;
+    if (c.samples[1] == 0) return 1;
+    const int best = c.Best();
+    if (++c.since_try >= c.interval) {
+      c.since_try = 0;
+      c.trying = true;
+      c.best_before_try = best;
+      return 1 - best;
+    }
+    return best;
+  }
+
+  // The time one call of `bytes` took with `algorithm`.
+  void Record(size_t bytes, int algorithm, int64_t ns) {
+    Class& c = classes_[ClassOf(bytes)];
+    const double per_byte = static_cast<double>(ns) / static_cast<double>(bytes > 0 ? bytes : 1);
+    const int best_before = c.Best();
+    const bool tried = c.trying && algorithm != c.best_before_try;
+    double& estimate = c.ns_per_byte[algorithm];
+    // A try replaces the old estimate, which may be many calls stale; the chosen algorithm's
+    // samples get half weight each, so that a phase change shows within two calls.
+    estimate = c.samples[algorithm] == 0 || tried ? per_byte : 0.5 * estimate + 0.5 * per_byte;
+    ++c.samples[algorithm];
+    if (tried) {
+      c.trying = false;
+      if (c.Best() == best_before) {
+        c.interval = c.interval * 2 > kMaxInterval ? kMaxInterval : c.interval * 2;
+      }
+    }
+    if (c.Best() != best_before) {  // a new choice: check it again soon
+      c.interval = kMinInterval;
+      c.since_try = 0;
+    }
+  }
+
+  // The current estimate (ns per byte) of `algorithm` for sizes like `bytes`; 0 if untried.
+  double Estimate(size_t bytes, int algorithm) const {
+    return classes_[ClassOf(bytes)].ns_per_byte[algorithm];
+  }
+
+ private:
+  struct Class {
+    double ns_per_byte[2] = {0, 0};
+    int64_t samples[2] = {0, 0};
+    int interval = kMinInterval;
+    int since_try = 0;
+    bool trying = false;
+    int best_before_try = 0;
+    int Best() const { return ns_per_byte[1] < ns_per_byte[0] ? 1 : 0; }
+  };
+
+  static int ClassOf(size_t bytes) {
+    int c = 0;
+    while (c < 63 && (size_t(1) << (c + 1)) <= bytes) ++c;
+    return c;
+  }
+
+  Class classes_[64];
+};
+
+}  // namespace shm
+}  // namespace tutti
+
+#endif  // TUTTI_SRC_SHM_ALGORITHM_CHOICE_H_

@@ -1,0 +1,233 @@
+// Single-copy collectives of tutti::shm::Group: large calls read the peers' buffers where they
+// are, with one kernel copy (process_vm_readv), instead of passing every chunk through the
+// segment. The protocol is described in docs/architecture.md ("Same-host shared memory",
+// single copy); the choice between it and the pipeline in algorithm_choice.h.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "kernels/reduce_kernels.h"
+#include "shm/group.h"
+#include "shm/internal.h"
+#include "shm/layout.h"
+#include "shm/platform.h"
+
+namespace tutti {
+namespace shm {
+
+using internal::ForPieces;
+using internal::Overlap;
+
+namespace {
+
+constexpr int kIovecsPerCall = 512;  // below IOV_MAX (1024) on both sides
+
+}  // namespace
+
+Status Group::ProbeSingleCopy(const std::function<Status()>& barrier) {
+  bool can_read = options_.single_copy != Options::SingleCopy::kNever && size_ > 1;
+  for (int j = 0; can_read && j < size_; ++j) {
+    if (j == rank_) continue;
+    uint64_t word = 0;
+    iovec local{&word, sizeof(word)};
+    iovec remote{internal::Address(peers_[j].probe_address), sizeof(word)};
+    can_read = ReadPeerMemory(peers_[j].id.pid, &local, 1, &remote, 1) ==
+                   static_cast<int64_t>(sizeof(word)) &&
+               word == kMagic + static_cast<uint64_t>(j);
+  }
+  peers_[rank_].can_read_peers.store(can_read ? 1 : 2, std::memory_order_release);
+  Status b = barrier();
+  if (!b.ok()) return b;
+  bool everyone = size_ > 1;
+  for (int j = 0; j < size_; ++j) {
+    everyone = everyone && peers_[j].can_read_peers.load(std::memory_order_acquire) == 1;
+  }
+  single_copy_available_ = everyone;
+  peer_spans_.resize(static_cast<size_t>(size_));
+  peer_starts_.resize(static_cast<size_t>(size_));
+  return Status::OK();
+}
+
+Status Group::ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
+                       const std::vector<std::pair<char*, size_t>>& local) {
+  std::vector<iovec> remote;
+  ForPieces(peer_spans_[j], peer_starts_[j], es, lo, n,
+            [&](int64_t, const char* in, char* out, int64_t m) {
+              remote.push_back({outputs ? out : const_cast<char*>(in), static_cast<size_t>(m) * es});
+            });
+  // Walk both lists, cutting them into pieces of equal length, a batch per system call; a
+  // short read (possible at any piece boundary) continues where it stopped.
+  size_t li = 0, loff = 0, ri = 0, roff = 0;
+  std::vector<iovec> lv, rv;
+  while (li < local.size() && ri < remote.size()) {
+    lv.clear();
+    rv.clear();
+    int64_t want = 0;
+    for (size_t a = li, ao = loff, b = ri, bo = roff;
+         a < local.size() && b < remote.size() && lv.size() < kIovecsPerCall;) {
+      const size_t len = std::min(local[a].second - ao, remote[b].iov_len - bo);
+      lv.push_back({local[a].first + ao, len});
+      rv.push_back({static_cast<char*>(remote[b].iov_base) + bo, len});
+      want += static_cast<int64_t>(len);
+      if ((ao += len) == local[a].second) ++a, ao = 0;
+      if ((bo += len) == remote[b].iov_len) ++b, bo = 0;
+    }
+    const int64_t got = ReadPeerMemory(peers_[j].id.pid, lv.data(), static_cast<int>(lv.size()),
+                                       rv.data(), static_cast<int>(rv.size()));
+    if (got <= 0) {
+      const int e = got < 0 ? static_cast<int>(-got) : EFAULT;
+      return Fail(Status::Aborted(
+          "shared-memory group: rank " + std::to_string(rank_) + " could not read the buffer of rank " +
+          std::to_string(j) + " (pid " + std::to_string(peers_[j].id.pid) + "): " +
+          (e == ESRCH ? std::string("the process exited") : std::string(std::strerror(e)))));
+    }
+    for (int64_t left = got; left > 0;) {  // advance both cursors by what was read
+      const size_t step = static_cast<size_t>(
+          std::min<int64_t>(left, static_cast<int64_t>(
+                                      std::min(local[li].second - loff, remote[ri].iov_len - roff))));
+      left -= static_cast<int64_t>(step);
+      if ((loff += step) == local[li].second) ++li, loff = 0;
+      if ((roff += step) == remote[ri].iov_len) ++ri, roff = 0;
+    }
+  }
+  return Status::OK();
+}
+
+// Every rank publishes its buffer table with the call's descriptor; rank 0 says which
+// algorithm the group takes, and the single copy needs every rank's table to fit its slot.
+Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size_t es,
+                             tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
+                             int64_t want_begin, int64_t want_end, double factor, int divisor) {
+  const size_t bytes = static_cast<size_t>(count) * es;
+  if (!single_copy_available_ || bytes < options_.single_copy_bytes) {
+    return AllreducePipelined(spans, count, es, dtype, op, desc, want_begin, want_end, factor,
+                              divisor);
+  }
+  const bool measure = rank_ == 0 && options_.single_copy == Options::SingleCopy::kAuto;
+  const bool proposal = measure ? allreduce_choice_.Next(bytes) == 1 : true;
+  const int pos = NextSlot();
+  SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
+  const bool fits = spans.size() <= options_.chunk_bytes / sizeof(PeerSpan);
+  SlotDesc mine = desc;
+  mine.single_copy_flags = (proposal ? 1u : 0u) | (fits ? 2u : 0u);
+  mine.span_count = fits ? static_cast<uint32_t>(spans.size()) : 0;
+  if (fits) {
+    PeerSpan* table = reinterpret_cast<PeerSpan*>(SlotData(rank_, pos));
+    for (size_t i = 0; i < spans.size(); ++i) {
+      table[i] = {reinterpret_cast<uintptr_t>(spans[i].in),
+                  reinterpret_cast<uintptr_t>(spans[i].out), spans[i].count};
+    }
+  }
+  *Desc(rank_, pos) = mine;
+  const uint32_t ready = NextPhase();
+  Post(Counter(rank_), ready);
+  SHM_RETURN_IF_ERROR(WaitAll(ready));
+  SHM_RETURN_IF_ERROR(CheckDescs(pos, mine, "allreduce"));
+  bool single = (Desc(0, pos)->single_copy_flags & 1u) != 0;
+  for (int j = 0; j < size_; ++j) single = single && (Desc(j, pos)->single_copy_flags & 2u) != 0;
+  if (single) {
+    for (int j = 0; j < size_; ++j) {
+      if (j == rank_) continue;
+      const PeerSpan* table = reinterpret_cast<const PeerSpan*>(SlotData(j, pos));
+      peer_spans_[j].assign(table, table + Desc(j, pos)->span_count);
+      peer_starts_[j].resize(peer_spans_[j].size());
+      int64_t at = 0;
+      for (size_t i = 0; i < peer_spans_[j].size(); ++i) {
+        peer_starts_[j][i] = at;
+        at += peer_spans_[j][i].count;
+      }
+    }
+  }
+  // Every rank posts a later phase only after reading the tables above.
+  slot_free_[static_cast<size_t>(pos)] = phase_ + 1;
+  const int64_t start = NowNs();
+  Status s = single ? AllreduceSingleCopy(spans, count, es, dtype, op, want_begin, want_end,
+                                          factor, divisor)
+                    : AllreducePipelined(spans, count, es, dtype, op, desc, want_begin, want_end,
+                                         factor, divisor);
+  if (!s.ok()) return s;
+  if (single) ++single_copy_calls_;
+  if (measure) allreduce_choice_.Record(bytes, single ? 1 : 0, NowNs() - start);
+  return s;
+}
+
+// Rank r reduces slice r of the vector: a chunk at a time, it reads each peer's inputs of the
+// chunk into local memory (the one copy) and reduces them in rank order into its outputs.
+// Once every rank has posted that, each reads the others' finished slices straight into its
+// outputs. A last synchronisation keeps every rank's buffers in place until nobody reads them.
+Status Group::AllreduceSingleCopy(const std::vector<Span>& spans, int64_t count, size_t es,
+                                  tutti_dtype dtype, tutti_reduce_op op, int64_t want_begin,
+                                  int64_t want_end, double factor, int divisor) {
+  std::vector<int64_t> starts(spans.size());
+  for (size_t i = 0, at = 0; i < spans.size(); at += spans[i].count, ++i) starts[i] = at;
+  const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes / es);
+  const int64_t b = count * rank_ / size_, e = count * (rank_ + 1) / size_;
+  // As in the pipeline: rank 0, and the second of two ranks for ops that commute bit for bit,
+  // accumulate in their outputs starting from their own values.
+  const bool own_first = rank_ == 0 || (size_ == 2 && (op == TUTTI_REDUCE_SUM ||
+                                                       op == TUTTI_REDUCE_PRODUCT));
+  incoming_.resize(options_.chunk_bytes);
+  if (!own_first) partial_.resize(options_.chunk_bytes);
+  char* incoming = incoming_.data();
+  for (int64_t lo = b; lo < e; lo += chunk) {
+    const int64_t m = std::min(chunk, e - lo);
+    const size_t len = static_cast<size_t>(m) * es;
+    if (own_first) {
+      ForPieces(spans, starts, es, lo, m, [&](int64_t, const char* in, char* out, int64_t pm) {
+        if (out != in) std::memcpy(out, in, static_cast<size_t>(pm) * es);
+      });
+      for (int j = 0; j < size_; ++j) {
+        if (j == rank_) continue;
+        SHM_RETURN_IF_ERROR(ReadPeer(j, false, lo, m, es, {{incoming, len}}));
+        ForPieces(spans, starts, es, lo, m, [&](int64_t at, const char*, char* out, int64_t pm) {
+          ReduceInto(dtype, op, out, incoming + static_cast<size_t>(at) * es,
+                     static_cast<size_t>(pm));
+        });
+      }
+      ForPieces(spans, starts, es, lo, m, [&](int64_t, const char*, char* out, int64_t pm) {
+        ScaleInPlace(dtype, out, static_cast<size_t>(pm), factor, divisor);
+      });
+    } else {
+      char* acc = partial_.data();
+      SHM_RETURN_IF_ERROR(ReadPeer(0, false, lo, m, es, {{acc, len}}));
+      for (int j = 1; j < size_; ++j) {
+        if (j == rank_) {
+          ForPieces(spans, starts, es, lo, m, [&](int64_t at, const char* in, char*, int64_t pm) {
+            ReduceInto(dtype, op, acc + static_cast<size_t>(at) * es, in, static_cast<size_t>(pm));
+          });
+          continue;
+        }
+        SHM_RETURN_IF_ERROR(ReadPeer(j, false, lo, m, es, {{incoming, len}}));
+        ReduceInto(dtype, op, acc, incoming, static_cast<size_t>(m));
+      }
+      ScaleInPlace(dtype, acc, static_cast<size_t>(m), factor, divisor);
+      ForPieces(spans, starts, es, lo, m, [&](int64_t at, const char*, char* out, int64_t pm) {
+        std::memcpy(out, acc + static_cast<size_t>(at) * es, static_cast<size_t>(pm) * es);
+      });
+    }
+  }
+  const uint32_t reduced = NextPhase();
+  Post(Counter(rank_), reduced);
+  SHM_RETURN_IF_ERROR(WaitAll(reduced));
+  std::vector<std::pair<char*, size_t>> local;
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    int64_t start;
+    const int64_t n = Overlap(want_begin, want_end, count * j / size_,
+                              count * (j + 1) / size_ - count * j / size_, &start);
+    if (n <= 0) continue;
+    local.clear();
+    ForPieces(spans, starts, es, start, n, [&](int64_t, const char*, char* out, int64_t pm) {
+      local.push_back({out, static_cast<size_t>(pm) * es});
+    });
+    SHM_RETURN_IF_ERROR(ReadPeer(j, true, start, n, es, local));
+  }
+  const uint32_t done = NextPhase();
+  Post(Counter(rank_), done);
+  return WaitAll(done);
+}
+
+}  // namespace shm
+}  // namespace tutti

@@ -1,0 +1,83 @@
+// The measured choice between two algorithms (shm/algorithm_choice.h) on made-up timings:
+// it tries both, keeps the faster, tries the other again at growing intervals, and follows
+// a change of phase within a few calls.
+#include "shm/algorithm_choice.h"
+
+#include <gtest/gtest.h>
+
+namespace tutti {
+namespace shm {
+namespace {
+
+constexpr size_t kBytes = 16 << 20;
+
+// Runs `calls` calls, algorithm a taking ns[a]; returns how many took algorithm 1.
+int RunCalls(AlgorithmChoice* choice, int calls, const int64_t ns[2]) {
+  int ones = 0;
+  for (int i = 0; i < calls; ++i) {
+    const int a = choice->Next(kBytes);
+    choice->Record(kBytes, a, ns[a]);
+    ones += a;
+  }
+  return ones;
+}
+
+TEST(AlgorithmChoiceTest, TriesBothThenKeepsTheFaster) {
+  AlgorithmChoice choice;
+  EXPECT_EQ(choice.Next(kBytes), 0);
+  choice.Record(kBytes, 0, 2000000);
+  EXPECT_EQ(choice.Next(kBytes), 1);
+  choice.Record(kBytes, 1, 5000000);
+  for (int i = 0; i < AlgorithmChoice::kMinInterval - 1; ++i) EXPECT_EQ(choice.Next(kBytes), 0);
+  EXPECT_EQ(choice.Next(kBytes), 1) << "a try of the other after kMinInterval calls";
+  choice.Record(kBytes, 1, 5000000);
+  // Confirmed: the next try comes after twice as many calls.
+  for (int i = 0; i < 2 * AlgorithmChoice::kMinInterval - 1; ++i) {
+    EXPECT_EQ(choice.Next(kBytes), 0) << i;
+    choice.Record(kBytes, 0, 2000000);
+  }
+  EXPECT_EQ(choice.Next(kBytes), 1);
+}
+
+TEST(AlgorithmChoiceTest, TriesBecomeRareOnAStableMachine) {
+  AlgorithmChoice choice;
+  const int64_t ns[2] = {2000000, 5000000};
+  RunCalls(&choice, 200, ns);
+  // After the intervals grew to the maximum, at most one try in kMaxInterval calls.
+  EXPECT_LE(RunCalls(&choice, 4 * AlgorithmChoice::kMaxInterval, ns), 4);
+}
+
+TEST(AlgorithmChoiceTest, FollowsAPhaseChangeEitherWay) {
+  AlgorithmChoice choice;
+  const int64_t fast_pipeline[2] = {2000000, 5000000};
+  const int64_t slow_pipeline[2] = {10000000, 5000000};
+  RunCalls(&choice, 300, fast_pipeline);
+  // The pipeline slows: its own next samples overturn the choice within a few calls.
+  int calls_until_switch = 0;
+  while (choice.Next(kBytes) == 0 && calls_until_switch < 10) {
+    choice.Record(kBytes, 0, slow_pipeline[0]);
+    ++calls_until_switch;
+  }
+  EXPECT_LE(calls_until_switch, 2);
+  choice.Record(kBytes, 1, slow_pipeline[1]);
+  EXPECT_GE(RunCalls(&choice, 100, slow_pipeline), 100 - 100 / AlgorithmChoice::kMinInterval - 1);
+  // Back to fast: found at the next try of the pipeline. The interval was reset when the
+  // choice flipped and has doubled with each confirming try since (100 calls: 8, 16, 32, 64).
+  const int ones = RunCalls(&choice, 200, fast_pipeline);
+  EXPECT_LE(ones, 8 * AlgorithmChoice::kMinInterval) << "stayed with the slower one";
+  RunCalls(&choice, 100, fast_pipeline);  // the intervals grow back
+  EXPECT_LE(RunCalls(&choice, 100, fast_pipeline), 2) << "tries only, once settled";
+}
+
+TEST(AlgorithmChoiceTest, SizeClassesAreSeparate) {
+  AlgorithmChoice choice;
+  choice.Record(1 << 20, 0, 100000);
+  choice.Record(1 << 20, 1, 50000);
+  EXPECT_EQ(choice.Next(16 << 20), 0) << "16 MiB has not been measured yet";
+  EXPECT_EQ(choice.Next((1 << 20) + 5), 1);
+  EXPECT_GT(choice.Estimate(1 << 20, 0), choice.Estimate(1 << 20, 1));
+}
+
+}  // namespace
+}  // namespace shm
+}  // namespace tutti

@@ -1,0 +1,183 @@
+// The single-copy protocols of the shared-memory group (single_copy.cc) in real forked
+// processes: broadcast from every root, the agreed fallback to the pipeline when a rank's
+// buffer table does not fit its slot, and the measured choice (SingleCopy::kAuto) taking both
+// algorithms on every rank alike with correct results. Allreduce of every dtype, op and size
+// over the single copy is in allreduce_test.cc, a peer killed during one in failure_test.cc.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "shm/group.h"
+#include "shm/test_harness.h"
+
+namespace tutti {
+namespace shm {
+namespace {
+
+using testing::RunGroup;
+using testing::RunOptions;
+using testing::Shared;
+
+#define SKIP_UNLESS_SINGLE_COPY_POSSIBLE()                                                \
+  if (!testing::KernelAllowsSingleCopy())                                                 \
+  GTEST_SKIP() << "this kernel forbids process_vm_readv between sibling processes (Yama " \
+                  "ptrace_scope or seccomp)"
+
+// Small integers, so that float sums are exact whatever the order.
+float Value(int rank, int64_t i) { return static_cast<float>(rank * 1000 + i % 977); }
+
+bool CheckSum(int rank, int size, const float* got, int64_t count, const char* what) {
+  for (int64_t i = 0; i < count; ++i) {
+    float want = 0;
+    for (int r = 0; r < size; ++r) want += Value(r, i);
+    SHM_CHECK(got[i] == want, "%s: element %lld is %g, not %g", what, static_cast<long long>(i),
+              got[i], want);
+  }
+  return true;
+}
+
+TEST(ShmSingleCopyTest, BroadcastFromEveryRoot) {
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
+  for (int size : {2, 3}) {
+    RunOptions options;
+    options.group = testing::SingleCopyOptions();
+    std::string problems = RunGroup(
+        size,
+        [&](int rank, Group* g, Shared* shared) {
+          for (int64_t bytes : {int64_t{1}, int64_t{5000}, int64_t{300007}}) {
+            for (int root = 0; root < size; ++root) {
+              std::vector<char> buf(static_cast<size_t>(bytes) + 1, 0);
+              buf[bytes] = 0x5a;
+              for (int64_t i = 0; i < bytes; ++i) {
+                buf[i] = static_cast<char>(rank == root ? (i * 7 + root) % 251 : 0);
+              }
+              Status st = g->Broadcast(buf.data(), bytes, root);
+              SHM_CHECK(st.ok(), "broadcast %lld from %d: %s", static_cast<long long>(bytes),
+                        root, st.message().c_str());
+              for (int64_t i = 0; i < bytes; ++i) {
+                SHM_CHECK(buf[i] == static_cast<char>((i * 7 + root) % 251),
+                          "broadcast %lld from %d: byte %lld wrong", static_cast<long long>(bytes),
+                          root, static_cast<long long>(i));
+              }
+              SHM_CHECK(buf[bytes] == 0x5a, "broadcast wrote past the buffer");
+              shared->digests[rank] = testing::Fnv1a(buf.data(), buf.size(), shared->digests[rank]);
+            }
+          }
+          SHM_CHECK(g->single_copy_calls() == 3 * static_cast<uint64_t>(size),
+                    "%llu of %d broadcasts took the single copy",
+                    static_cast<unsigned long long>(g->single_copy_calls()), 3 * size);
+          return true;
+        },
+        options);
+    EXPECT_EQ(problems, "") << size << " ranks";
+  }
+}
+
+// Rank 0 hands in more tensors than its slot can list (chunk_bytes / 24), rank 1 one tensor:
+// both must take the pipeline for that call, and the single copy again for the next.
+TEST(ShmSingleCopyTest, FallsBackTogetherWhenATableDoesNotFit) {
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
+  RunOptions options;
+  options.group = testing::SingleCopyOptions();
+  const int64_t tensors = 1000, each = 30, total = tensors * each;
+  ASSERT_GT(tensors * 24, static_cast<int64_t>(options.group.chunk_bytes));
+  std::string problems = RunGroup(
+      2,
+      [&](int rank, Group* g, Shared* shared) {
+        std::vector<float> data(static_cast<size_t>(total));
+        for (int64_t i = 0; i < total; ++i) data[i] = Value(rank, i);
+        std::vector<Group::Span> spans;
+        if (rank == 0) {
+          for (int64_t t = 0; t < tensors; ++t) {
+            spans.push_back({data.data() + t * each, data.data() + t * each, each});
+          }
+        } else {
+          spans.push_back({data.data(), data.data(), total});
+        }
+        Status st = g->AllreduceSpans(spans, TUTTI_FLOAT32, TUTTI_REDUCE_SUM, 1.0, 1);
+        SHM_CHECK(st.ok(), "%s", st.message().c_str());
+        if (!CheckSum(rank, 2, data.data(), total, "many spans")) return false;
+        SHM_CHECK(g->single_copy_calls() == 0, "a table that does not fit took the single copy");
+        for (int64_t i = 0; i < total; ++i) data[i] = Value(rank, i);
+        st = g->Allreduce(data.data(), total, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+        SHM_CHECK(st.ok(), "%s", st.message().c_str());
+        if (!CheckSum(rank, 2, data.data(), total, "one span")) return false;
+        SHM_CHECK(g->single_copy_calls() == 1, "the next call did not take the single copy");
+        shared->digests[rank] = testing::Fnv1a(data.data(), data.size() * 4);
+        return true;
+      },
+      options);
+  EXPECT_EQ(problems, "");
+}
+
+// The measured choice: rank 0 (allreduce) or the root (broadcast) decides and the others
+// follow; within the first calls both algorithms run, every result is right, and every rank
+// counts the same single copies (the digests compare the counts).
+TEST(ShmSingleCopyTest, MeasuredChoiceTakesBothAlgorithmsOnEveryRankAlike) {
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
+  for (int size : {2, 3}) {
+    RunOptions options;
+    options.group = testing::SmallChunkOptions();
+    options.group.single_copy = Group::Options::SingleCopy::kAuto;
+    options.group.single_copy_bytes = 64 * 1024;
+    const int calls = 40;
+    std::string problems = RunGroup(
+        size,
+        [&](int rank, Group* g, Shared* shared) {
+          const int64_t count = 100003;
+          std::vector<float> data(static_cast<size_t>(count));
+          for (int c = 0; c < calls; ++c) {
+            for (int64_t i = 0; i < count; ++i) data[i] = Value(rank, i);
+            Status st = g->Allreduce(data.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+            SHM_CHECK(st.ok(), "%s", st.message().c_str());
+            if (!CheckSum(rank, size, data.data(), count, "allreduce")) return false;
+          }
+          const uint64_t allreduces = g->single_copy_calls();
+          SHM_CHECK(allreduces >= 1 && allreduces < calls,
+                    "%llu of %d allreduces took the single copy: the choice did not try both",
+                    static_cast<unsigned long long>(allreduces), calls);
+          std::vector<char> bytes(400000);
+          for (int c = 0; c < calls; ++c) {
+            const int root = c % size;
+            for (size_t i = 0; i < bytes.size(); ++i) {
+              bytes[i] = static_cast<char>(rank == root ? (i + c) % 253 : 0);
+            }
+            Status st = g->Broadcast(bytes.data(), static_cast<int64_t>(bytes.size()), root);
+            SHM_CHECK(st.ok(), "%s", st.message().c_str());
+            for (size_t i = 0; i < bytes.size(); ++i) {
+              SHM_CHECK(bytes[i] == static_cast<char>((i + c) % 253), "broadcast %d wrong", c);
+            }
+          }
+          const uint64_t broadcasts = g->single_copy_calls() - allreduces;
+          SHM_CHECK(broadcasts >= 1 && broadcasts < calls,
+                    "%llu of %d broadcasts took the single copy",
+                    static_cast<unsigned long long>(broadcasts), calls);
+          const uint64_t counts[2] = {allreduces, broadcasts};
+          shared->digests[rank] = testing::Fnv1a(counts, sizeof(counts));
+          return true;
+        },
+        options);
+    EXPECT_EQ(problems, "") << size << " ranks";
+  }
+}
+
+// With SingleCopy::kNever no rank probes or takes it.
+TEST(ShmSingleCopyTest, NeverMeansNever) {
+  RunOptions options;
+  options.group = testing::SingleCopyOptions();
+  options.group.single_copy = Group::Options::SingleCopy::kNever;
+  std::string problems = RunGroup(2, [&](int rank, Group* g, Shared*) {
+    std::vector<float> data(50000);
+    for (int64_t i = 0; i < 50000; ++i) data[i] = Value(rank, i);
+    Status st = g->Allreduce(data.data(), 50000, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+    SHM_CHECK(st.ok(), "%s", st.message().c_str());
+    SHM_CHECK(!g->single_copy_available() && g->single_copy_calls() == 0, "single copy used");
+    return CheckSum(rank, 2, data.data(), 50000, "pipeline");
+  }, options);
+  EXPECT_EQ(problems, "");
+}
+
+}  // namespace
+}  // namespace shm
+}  // namespace tutti
