@@ -151,6 +151,7 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
     g->peers_[rank].id = SelfProcessId();
     g->probe_word_ = kMagic + static_cast<uint64_t>(rank);
     g->peers_[rank].probe_address = reinterpret_cast<uintptr_t>(&g->probe_word_);
+    if (options.single_copy != Options::SingleCopy::kNever && size > 1) AllowPeerReads();
     g->header_->attached.fetch_add(1, std::memory_order_acq_rel);
   }
   Status b2 = barrier();

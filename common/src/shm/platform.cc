@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +106,12 @@ int64_t ReadPeerMemory(int64_t pid, const iovec* local, int local_count, const i
   const ssize_t n = process_vm_readv(static_cast<pid_t>(pid), local, static_cast<unsigned long>(local_count),
                                      remote, static_cast<unsigned long>(remote_count), 0);
   return n < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(n);
+}
+
+void AllowPeerReads() {
+#if defined(PR_SET_PTRACER)
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);  // EINVAL without Yama: nothing to lift
+#endif
 }
 
 }  // namespace shm
