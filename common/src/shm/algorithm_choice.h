@@ -8,12 +8,14 @@
 // and 2x slower while they do not (docs/benchmarks.md, "single copy").
 //
 // Sizes fall into classes by their power of two. A class first tries each algorithm once,
-// then takes the one with the lower recent time per byte; every `interval` calls it tries the
+// then takes the one with the lower recent time per byte (the median of its last three
+// samples since it was last tried); every `interval` calls it tries the
 // other again, so a change of phase is noticed. The interval doubles (up to kMaxInterval)
 // while those tries confirm the choice and drops back to kMinInterval whenever the choice
 // changes, so a stable machine pays for a try rarely. Slower samples of the chosen algorithm
-// raise its estimate and can flip the choice by themselves: a sudden slow phase of the
-// chosen algorithm is noticed within two calls, a fast phase of the other at its next try.
+// raise its estimate and can flip the choice by themselves: a lasting slow phase of the
+// chosen algorithm is noticed at its second slow call (one slow call is an outlier), a fast
+// phase of the other at its next try.
 //
 // Used by the one rank that decides for the group (it publishes its choice with the call).
 #ifndef TUTTI_SRC_SHM_ALGORITHM_CHOICE_H_
@@ -33,8 +35,8 @@ class AlgorithmChoice {
   // The algorithm (0 or 1) that the next call of `bytes` should use.
   int Next(size_t bytes) {
     Class& c = classes_[ClassOf(bytes)];
-    if (c.samples[0] == 0) return 0;
-    if (c.samples[1] == 0) return 1;
+    if (c.recent[0].count == 0) return 0;
+    if (c.recent[1].count == 0) return 1;
     const int best = c.Best();
     if (++c.since_try >= c.interval) {
       c.since_try = 0;
@@ -51,11 +53,11 @@ class AlgorithmChoice {
     const double per_byte = static_cast<double>(ns) / static_cast<double>(bytes > 0 ? bytes : 1);
     const int best_before = c.Best();
     const bool tried = c.trying && algorithm != c.best_before_try;
-    double& estimate = c.ns_per_byte[algorithm];
-    // A try replaces the old estimate, which may be many calls stale; the chosen algorithm's
-    // samples get half weight each, so that a phase change shows within two calls.
-    estimate = c.samples[algorithm] == 0 || tried ? per_byte : 0.5 * estimate + 0.5 * per_byte;
-    ++c.samples[algorithm];
+    Window& w = c.recent[algorithm];
+    if (tried) w.count = 0;  // older samples may be many calls stale
+    w.samples[w.next] = per_byte;
+    w.next = (w.next + 1) % kWindow;
+    if (w.count < kWindow) ++w.count;
     if (tried) {
       c.trying = false;
       if (c.Best() == best_before) {
@@ -70,18 +72,35 @@ class AlgorithmChoice {
 
   // The current estimate (ns per byte) of `algorithm` for sizes like `bytes`; 0 if untried.
   double Estimate(size_t bytes, int algorithm) const {
-    return classes_[ClassOf(bytes)].ns_per_byte[algorithm];
+    return classes_[ClassOf(bytes)].recent[algorithm].Median();
   }
 
  private:
+  // The last kWindow samples of one algorithm; their median is its estimate, so that one
+  // outlier (a preempted rank) moves nothing and a lasting change shows at its second sample.
+  static constexpr int kWindow = 3;
+  struct Window {
+    double samples[kWindow] = {0, 0, 0};
+    int count = 0, next = 0;
+    double Median() const {
+      if (count == 0) return 0;
+      if (count == 1) return samples[(next + kWindow - 1) % kWindow];
+      if (count == 2) {  // the newer two: the larger, so one low outlier cannot flip a choice
+        const double a = samples[(next + kWindow - 1) % kWindow];
+        const double b = samples[(next + kWindow - 2) % kWindow];
+        return a > b ? a : b;
+      }
+      const double a = samples[0], b = samples[1], c = samples[2];
+      return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+    }
+  };
   struct Class {
-    double ns_per_byte[2] = {0, 0};
-    int64_t samples[2] = {0, 0};
+    Window recent[2];
     int interval = kMinInterval;
     int since_try = 0;
     bool trying = false;
     int best_before_try = 0;
-    int Best() const { return ns_per_byte[1] < ns_per_byte[0] ? 1 : 0; }
+    int Best() const { return recent[1].Median() < recent[0].Median() ? 1 : 0; }
   };
 
   static int ClassOf(size_t bytes) {

@@ -69,6 +69,23 @@ TEST(AlgorithmChoiceTest, FollowsAPhaseChangeEitherWay) {
   EXPECT_LE(RunCalls(&choice, 100, fast_pipeline), 2) << "tries only, once settled";
 }
 
+TEST(AlgorithmChoiceTest, OneSlowCallIsAnOutlierTwoAreAPhase) {
+  AlgorithmChoice choice;
+  const int64_t ns[2] = {2000000, 5000000};
+  RunCalls(&choice, 50, ns);
+  ASSERT_EQ(choice.Next(kBytes), 0);
+  choice.Record(kBytes, 0, 20000000);  // a preempted call
+  EXPECT_EQ(choice.Next(kBytes), 0) << "one outlier flipped the choice";
+  for (int i = 0; i < 2; ++i) {
+    choice.Record(kBytes, 0, 2000000);
+    EXPECT_EQ(choice.Next(kBytes), 0);
+  }
+  choice.Record(kBytes, 0, 20000000);
+  EXPECT_EQ(choice.Next(kBytes), 0) << "outliers three calls apart are still outliers";
+  choice.Record(kBytes, 0, 20000000);
+  EXPECT_EQ(choice.Next(kBytes), 1) << "two slow calls in a row are a phase";
+}
+
 TEST(AlgorithmChoiceTest, SizeClassesAreSeparate) {
   AlgorithmChoice choice;
   choice.Record(1 << 20, 0, 100000);
