@@ -7,11 +7,13 @@
 // faster than reading the peers' buffers with one kernel copy while the cores share a cache,
 // and 2x slower while they do not (docs/benchmarks.md, "single copy").
 //
-// Sizes fall into classes by their power of two. A class first tries each algorithm once,
-// then takes the one with the lower recent time per byte (the median of its last three
+// Sizes fall into classes by their power of two. A class first tries each algorithm twice
+// (the first time of each only warms it up: its page faults and cold caches say nothing
+// about the next calls), then takes the one with the lower recent time per byte (the median of its last three
 // samples since it was last tried); every `interval` calls it tries the
-// other again, so a change of phase is noticed. The interval doubles (up to kMaxInterval)
-// while those tries confirm the choice and drops back to kMinInterval whenever the choice
+// other again, so a change of phase is noticed. The interval doubles (up to kMaxInterval;
+// quadruples when the tried one was over 1.5x slower) while those tries confirm the choice
+// and drops back to kMinInterval whenever the choice
 // changes, so a stable machine pays for a try rarely. Slower samples of the chosen algorithm
 // raise its estimate and can flip the choice by themselves: a lasting slow phase of the
 // chosen algorithm is noticed at its second slow call (one slow call is an outlier), a fast
@@ -30,7 +32,14 @@ namespace shm {
 class AlgorithmChoice {
  public:
   static constexpr int kMinInterval = 8;
-  static constexpr int kMaxInterval = 128;
+  static constexpr int kMaxInterval = 64;
+
+  // The size class of `bytes`: its power of two, 0-63.
+  static int ClassOf(size_t bytes) {
+    int c = 0;
+    while (c < 63 && (size_t(1) << (c + 1)) <= bytes) ++c;
+    return c;
+  }
 
   // The algorithm (0 or 1) that the next call of `bytes` should use.
   int Next(size_t bytes) {
@@ -54,14 +63,20 @@ class AlgorithmChoice {
     const int best_before = c.Best();
     const bool tried = c.trying && algorithm != c.best_before_try;
     Window& w = c.recent[algorithm];
+    if (!w.warm) {  // a first call pays for first touches (page faults, cold caches)
+      w.warm = true;
+      return;
+    }
     if (tried) w.count = 0;  // older samples may be many calls stale
     w.samples[w.next] = per_byte;
     w.next = (w.next + 1) % kWindow;
     if (w.count < kWindow) ++w.count;
     if (tried) {
       c.trying = false;
-      if (c.Best() == best_before) {
-        c.interval = c.interval * 2 > kMaxInterval ? kMaxInterval : c.interval * 2;
+      if (c.Best() == best_before) {  // confirmed; by a wide margin, the next try can wait longer
+        const bool wide = c.recent[algorithm].Median() > 1.5 * c.recent[best_before].Median();
+        c.interval = c.interval * (wide ? 4 : 2) > kMaxInterval ? kMaxInterval
+                                                                : c.interval * (wide ? 4 : 2);
       }
     }
     if (c.Best() != best_before) {  // a new choice: check it again soon
@@ -82,6 +97,7 @@ class AlgorithmChoice {
   struct Window {
     double samples[kWindow] = {0, 0, 0};
     int count = 0, next = 0;
+    bool warm = false;  // the first sample, dropped, has been seen
     double Median() const {
       if (count == 0) return 0;
       if (count == 1) return samples[(next + kWindow - 1) % kWindow];
@@ -103,11 +119,6 @@ class AlgorithmChoice {
     int Best() const { return recent[1].Median() < recent[0].Median() ? 1 : 0; }
   };
 
-  static int ClassOf(size_t bytes) {
-    int c = 0;
-    while (c < 63 && (size_t(1) << (c + 1)) <= bytes) ++c;
-    return c;
-  }
 
   Class classes_[64];
 };

@@ -129,7 +129,7 @@ Status Group::AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype
 Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,
                                  tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
                                  int64_t want_begin, int64_t want_end, double factor,
-                                 int divisor) {
+                                 int divisor, uint32_t* rank0_flags) {
   const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes / es);
   const int64_t chunks = (count + chunk - 1) / chunk;
   std::vector<int64_t> starts(spans.size());
@@ -182,7 +182,10 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
   auto reduce = [&](int64_t k) -> Status {
     Round& r = rounds[k & 3];
     SHM_RETURN_IF_ERROR(WaitAll(r.written));
-    if (k == 0) SHM_RETURN_IF_ERROR(CheckDescs(r.pos, desc, "allreduce"));
+    if (k == 0) {
+      SHM_RETURN_IF_ERROR(CheckDescs(r.pos, desc, "allreduce"));
+      if (rank0_flags != nullptr) *rank0_flags = Desc(0, r.pos)->single_copy_flags;
+    }
     int64_t b, e;
     slice(elems(k), rank_, &b, &e);
     const size_t m = static_cast<size_t>(e - b);
@@ -449,8 +452,7 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
   // A large broadcast may take a single copy: the root decides and says so in the first
   // round's descriptor, with its buffer's address in place of the data; every other rank
   // reads the whole buffer from the root, and the root waits until all have.
-  const bool may_single =
-      single_copy_available_ && static_cast<uint64_t>(bytes) >= options_.single_copy_bytes;
+  const bool may_single = MaySingleCopy(static_cast<size_t>(bytes));
   const bool measure = may_single && rank_ == root &&
                        options_.single_copy == Options::SingleCopy::kAuto;
   if (may_single && rank_ == root) {

@@ -104,6 +104,7 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
         h->chunk_bytes = options.chunk_bytes;
         h->scratch_bytes = options.scratch_bytes;
         h->single_copy_bytes = SingleCopyBytes(options);
+        h->single_copy_mode = static_cast<int32_t>(options.single_copy);
         h->size = size;
         h->ring_slots = options.ring_slots;
         h->magic.store(kMagic, std::memory_order_release);
@@ -129,7 +130,8 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
           (h->magic.load(std::memory_order_acquire) != kMagic || h->size != size ||
            h->chunk_bytes != options.chunk_bytes || h->ring_slots != options.ring_slots ||
            h->scratch_bytes != options.scratch_bytes ||
-           h->single_copy_bytes != SingleCopyBytes(options))) {
+           h->single_copy_bytes != SingleCopyBytes(options) ||
+           h->single_copy_mode != static_cast<int32_t>(options.single_copy))) {
         st = Status::InvalidArgument("shared-memory group: segment " + name +
                                      " was created with other parameters (group size or options "
                                      "differ between ranks)");

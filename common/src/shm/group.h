@@ -138,6 +138,10 @@ class Group {
   bool single_copy_available() const { return single_copy_available_; }
   // Calls so far that took the single copy (this rank's count; every rank agrees).
   uint64_t single_copy_calls() const { return single_copy_calls_; }
+  // Changes Options::single_copy for the calls that follow: every rank must make the same
+  // change between the same two calls (benchmarks compare the modes on one group with it).
+  // Has no effect where single copies are unavailable.
+  void set_single_copy(Options::SingleCopy mode) { options_.single_copy = mode; }
 
   // This rank's scratch memory inside the segment (Options::scratch_bytes), or nullptr if
   // `bytes` exceeds it. Allreduce/ReduceScatter of more than chunk_bytes on a buffer that lies
@@ -199,12 +203,18 @@ class Group {
                         tutti_reduce_op op, const SlotDesc& desc);
   Status AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,
                             tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
-                            int64_t want_begin, int64_t want_end, double factor, int divisor);
+                            int64_t want_begin, int64_t want_end, double factor, int divisor,
+                            uint32_t* rank0_flags);
   Status AllreduceDirect(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
                          tutti_reduce_op op, const SlotDesc& call, int64_t want_begin,
                          int64_t want_end);
   Status AllreduceImpl(void* buffer, int64_t count, tutti_dtype dtype, tutti_reduce_op op,
                        int64_t want_begin, int64_t want_end);
+  // Whether a call of `bytes` may take the single copy (the same on every rank).
+  bool MaySingleCopy(size_t bytes) const {
+    return single_copy_available_ && options_.single_copy != Options::SingleCopy::kNever &&
+           bytes >= options_.single_copy_bytes;
+  }
   // A large allreduce: the ranks agree on the pipeline or the single copy (single_copy.cc).
   Status AllreduceLarge(const std::vector<Span>& spans, int64_t count, size_t es,
                         tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
@@ -251,6 +261,7 @@ class Group {
     uint64_t in, out;
     int64_t count;
   };
+  bool planned_single_[64] = {};  // per size class: rank 0's plan for the next allreduce
   std::vector<std::vector<PeerSpan>> peer_spans_;
   std::vector<std::vector<int64_t>> peer_starts_;
   std::vector<char> incoming_, partial_;

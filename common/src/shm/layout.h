@@ -41,6 +41,7 @@ struct Header {
   uint64_t chunk_bytes;
   uint64_t scratch_bytes;
   uint64_t single_copy_bytes;  // 0 when single copies are off
+  int32_t single_copy_mode;    // Group::Options::SingleCopy
   int32_t size;
   int32_t ring_slots;
   std::atomic<int32_t> attached;                    // ranks that mapped the segment during Create

@@ -95,40 +95,49 @@ Status Group::ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
   return Status::OK();
 }
 
-// Every rank publishes its buffer table with the call's descriptor; rank 0 says which
-// algorithm the group takes, and the single copy needs every rank's table to fit its slot.
+// Which algorithm a large allreduce takes is known to every rank before the call starts, so
+// that the pipeline needs no extra synchronisation: each call's descriptor from rank 0 carries
+// its plan for the next call of the same size class (bit 0), which every rank reads during
+// the call. A single copy starts by exchanging buffer tables; if one does not fit its slot
+// (bit 1 clear), that call takes the pipeline after all.
 Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size_t es,
                              tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
                              int64_t want_begin, int64_t want_end, double factor, int divisor) {
   const size_t bytes = static_cast<size_t>(count) * es;
-  if (!single_copy_available_ || bytes < options_.single_copy_bytes) {
+  if (!MaySingleCopy(bytes)) {
     return AllreducePipelined(spans, count, es, dtype, op, desc, want_begin, want_end, factor,
-                              divisor);
+                              divisor, nullptr);
   }
-  const bool measure = rank_ == 0 && options_.single_copy == Options::SingleCopy::kAuto;
-  const bool proposal = measure ? allreduce_choice_.Next(bytes) == 1 : true;
-  const int pos = NextSlot();
-  SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
-  const bool fits = spans.size() <= options_.chunk_bytes / sizeof(PeerSpan);
+  const int64_t start = NowNs();
+  const bool always = options_.single_copy == Options::SingleCopy::kAlways;
+  const bool measure = rank_ == 0 && !always;
+  const int size_class = AlgorithmChoice::ClassOf(bytes);
+  const bool tables = always || planned_single_[size_class];
+  bool single = tables;
   SlotDesc mine = desc;
-  mine.single_copy_flags = (proposal ? 1u : 0u) | (fits ? 2u : 0u);
-  mine.span_count = fits ? static_cast<uint32_t>(spans.size()) : 0;
-  if (fits) {
-    PeerSpan* table = reinterpret_cast<PeerSpan*>(SlotData(rank_, pos));
-    for (size_t i = 0; i < spans.size(); ++i) {
-      table[i] = {reinterpret_cast<uintptr_t>(spans[i].in),
-                  reinterpret_cast<uintptr_t>(spans[i].out), spans[i].count};
+  mine.single_copy_flags = measure && allreduce_choice_.Next(bytes) == 1 ? 1u : 0u;
+  uint32_t rank0_flags = 0;
+  if (tables) {
+    const int pos = NextSlot();
+    SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
+    const bool fits = spans.size() <= options_.chunk_bytes / sizeof(PeerSpan);
+    mine.single_copy_flags |= fits ? 2u : 0u;
+    mine.span_count = fits ? static_cast<uint32_t>(spans.size()) : 0;
+    if (fits) {
+      PeerSpan* table = reinterpret_cast<PeerSpan*>(SlotData(rank_, pos));
+      for (size_t i = 0; i < spans.size(); ++i) {
+        table[i] = {reinterpret_cast<uintptr_t>(spans[i].in),
+                    reinterpret_cast<uintptr_t>(spans[i].out), spans[i].count};
+      }
     }
-  }
-  *Desc(rank_, pos) = mine;
-  const uint32_t ready = NextPhase();
-  Post(Counter(rank_), ready);
-  SHM_RETURN_IF_ERROR(WaitAll(ready));
-  SHM_RETURN_IF_ERROR(CheckDescs(pos, mine, "allreduce"));
-  bool single = (Desc(0, pos)->single_copy_flags & 1u) != 0;
-  for (int j = 0; j < size_; ++j) single = single && (Desc(j, pos)->single_copy_flags & 2u) != 0;
-  if (single) {
-    for (int j = 0; j < size_; ++j) {
+    *Desc(rank_, pos) = mine;
+    const uint32_t ready = NextPhase();
+    Post(Counter(rank_), ready);
+    SHM_RETURN_IF_ERROR(WaitAll(ready));
+    SHM_RETURN_IF_ERROR(CheckDescs(pos, mine, "allreduce"));
+    rank0_flags = Desc(0, pos)->single_copy_flags;
+    for (int j = 0; j < size_; ++j) single = single && (Desc(j, pos)->single_copy_flags & 2u) != 0;
+    for (int j = 0; single && j < size_; ++j) {
       if (j == rank_) continue;
       const PeerSpan* table = reinterpret_cast<const PeerSpan*>(SlotData(j, pos));
       peer_spans_[j].assign(table, table + Desc(j, pos)->span_count);
@@ -139,15 +148,15 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
         at += peer_spans_[j][i].count;
       }
     }
+    // Every rank posts a later phase only after reading the tables above.
+    slot_free_[static_cast<size_t>(pos)] = phase_ + 1;
   }
-  // Every rank posts a later phase only after reading the tables above.
-  slot_free_[static_cast<size_t>(pos)] = phase_ + 1;
-  const int64_t start = NowNs();
   Status s = single ? AllreduceSingleCopy(spans, count, es, dtype, op, want_begin, want_end,
                                           factor, divisor)
-                    : AllreducePipelined(spans, count, es, dtype, op, desc, want_begin, want_end,
-                                         factor, divisor);
+                    : AllreducePipelined(spans, count, es, dtype, op, mine, want_begin, want_end,
+                                         factor, divisor, tables ? nullptr : &rank0_flags);
   if (!s.ok()) return s;
+  if (!always) planned_single_[size_class] = (rank0_flags & 1u) != 0;
   if (single) ++single_copy_calls_;
   if (measure) allreduce_choice_.Record(bytes, single ? 1 : 0, NowNs() - start);
   return s;

@@ -24,19 +24,42 @@ int RunCalls(AlgorithmChoice* choice, int calls, const int64_t ns[2]) {
 
 TEST(AlgorithmChoiceTest, TriesBothThenKeepsTheFaster) {
   AlgorithmChoice choice;
+  // Each algorithm's first call only warms it up: a slow first pipeline call (page faults)
+  // does not make the other look faster.
+  EXPECT_EQ(choice.Next(kBytes), 0);
+  choice.Record(kBytes, 0, 50000000);
   EXPECT_EQ(choice.Next(kBytes), 0);
   choice.Record(kBytes, 0, 2000000);
+  EXPECT_EQ(choice.Next(kBytes), 1);
+  choice.Record(kBytes, 1, 3000000);
   EXPECT_EQ(choice.Next(kBytes), 1);
   choice.Record(kBytes, 1, 5000000);
   for (int i = 0; i < AlgorithmChoice::kMinInterval - 1; ++i) EXPECT_EQ(choice.Next(kBytes), 0);
   EXPECT_EQ(choice.Next(kBytes), 1) << "a try of the other after kMinInterval calls";
   choice.Record(kBytes, 1, 5000000);
-  // Confirmed: the next try comes after twice as many calls.
-  for (int i = 0; i < 2 * AlgorithmChoice::kMinInterval - 1; ++i) {
+  // Confirmed by a wide margin (2.5x): the next try comes after four times as many calls.
+  for (int i = 0; i < 4 * AlgorithmChoice::kMinInterval - 1; ++i) {
     EXPECT_EQ(choice.Next(kBytes), 0) << i;
     choice.Record(kBytes, 0, 2000000);
   }
   EXPECT_EQ(choice.Next(kBytes), 1);
+}
+
+TEST(AlgorithmChoiceTest, ANarrowMarginDoublesTheIntervalOnly) {
+  AlgorithmChoice choice;
+  const int64_t ns[2] = {2000000, 2400000};  // 1.2x
+  RunCalls(&choice, 4, ns);  // the warm-up and first sample of each
+  int calls_until_try = 0;
+  for (int round = 0; round < 2; ++round) {
+    calls_until_try = 0;
+    int a;
+    while ((a = choice.Next(kBytes)) == 0) {
+      choice.Record(kBytes, 0, ns[0]);
+      ++calls_until_try;
+    }
+    choice.Record(kBytes, a, ns[a]);
+  }
+  EXPECT_EQ(calls_until_try, 2 * AlgorithmChoice::kMinInterval - 1);
 }
 
 TEST(AlgorithmChoiceTest, TriesBecomeRareOnAStableMachine) {
@@ -61,10 +84,10 @@ TEST(AlgorithmChoiceTest, FollowsAPhaseChangeEitherWay) {
   EXPECT_LE(calls_until_switch, 2);
   choice.Record(kBytes, 1, slow_pipeline[1]);
   EXPECT_GE(RunCalls(&choice, 100, slow_pipeline), 100 - 100 / AlgorithmChoice::kMinInterval - 1);
-  // Back to fast: found at the next try of the pipeline. The interval was reset when the
-  // choice flipped and has doubled with each confirming try since (100 calls: 8, 16, 32, 64).
+  // Back to fast: found at the next try of the pipeline, at most kMaxInterval calls later
+  // (the interval was reset when the choice flipped and has grown with each try since).
   const int ones = RunCalls(&choice, 200, fast_pipeline);
-  EXPECT_LE(ones, 8 * AlgorithmChoice::kMinInterval) << "stayed with the slower one";
+  EXPECT_LE(ones, AlgorithmChoice::kMaxInterval) << "stayed with the slower one";
   RunCalls(&choice, 100, fast_pipeline);  // the intervals grow back
   EXPECT_LE(RunCalls(&choice, 100, fast_pipeline), 2) << "tries only, once settled";
 }
@@ -88,8 +111,10 @@ TEST(AlgorithmChoiceTest, OneSlowCallIsAnOutlierTwoAreAPhase) {
 
 TEST(AlgorithmChoiceTest, SizeClassesAreSeparate) {
   AlgorithmChoice choice;
-  choice.Record(1 << 20, 0, 100000);
-  choice.Record(1 << 20, 1, 50000);
+  for (int i = 0; i < 2; ++i) {
+    choice.Record(1 << 20, 0, 100000);
+    choice.Record(1 << 20, 1, 50000);
+  }
   EXPECT_EQ(choice.Next(16 << 20), 0) << "16 MiB has not been measured yet";
   EXPECT_EQ(choice.Next((1 << 20) + 5), 1);
   EXPECT_GT(choice.Estimate(1 << 20, 0), choice.Estimate(1 << 20, 1));

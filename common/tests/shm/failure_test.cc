@@ -285,10 +285,12 @@ TEST(ShmFailureTest, DisagreeingCreateFailsEverywhere) {
   };
   EXPECT_EQ(RunGroup(2, [](int, Group*, Shared*) { return true; }, options), "");
   // Ranks that disagree on single copies would disagree on the protocol of large calls.
-  options.rank_options = [](int rank, Group::Options* o) {
-    if (rank == 1) o->single_copy = Group::Options::SingleCopy::kNever;
-  };
-  EXPECT_EQ(RunGroup(2, [](int, Group*, Shared*) { return true; }, options), "");
+  for (auto other : {Group::Options::SingleCopy::kNever, Group::Options::SingleCopy::kAlways}) {
+    options.rank_options = [other](int rank, Group::Options* o) {
+      if (rank == 1) o->single_copy = other;
+    };
+    EXPECT_EQ(RunGroup(2, [](int, Group*, Shared*) { return true; }, options), "");
+  }
 
   std::unique_ptr<Group> g;
   Status st = Group::Create("no-slash", 0, 1, Group::Options(), [] { return Status::OK(); }, &g);
