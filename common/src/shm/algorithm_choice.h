@@ -19,7 +19,11 @@
 // chosen algorithm is noticed at its second slow call (one slow call is an outlier), a fast
 // phase of the other at its next try.
 //
-// Used by the one rank that decides for the group (it publishes its choice with the call).
+// Used by the one rank that decides for the group (it publishes its choice with the call),
+// from the thread that runs the group's collectives. What it learns is a property of the
+// machine, not of one group: SharedAlgorithmChoice() keeps one per kind of call and group
+// size for the whole process, so that a group set up again (a new init(), a new process set)
+// does not pay for its warm-up and tries again.
 #ifndef TUTTI_SRC_SHM_ALGORITHM_CHOICE_H_
 #define TUTTI_SRC_SHM_ALGORITHM_CHOICE_H_
 
@@ -122,6 +126,10 @@ class AlgorithmChoice {
 
   Class classes_[64];
 };
+
+// The process's choice for calls of `kind` (0 allreduce, 1 broadcast, 2 allgather) in groups of `size`
+// ranks with `chunk_bytes` chunks; created on first use, never freed.
+AlgorithmChoice* SharedAlgorithmChoice(int kind, int size, size_t chunk_bytes);
 
 }  // namespace shm
 }  // namespace tutti

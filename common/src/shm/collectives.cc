@@ -449,14 +449,13 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
   desc.total_bytes = static_cast<uint64_t>(bytes);
   desc.own_bytes = static_cast<uint64_t>(bytes);
   char* buf = static_cast<char*>(buffer);
-  // A large broadcast may take a single copy: the root decides and says so in the first
-  // round's descriptor, with its buffer's address in place of the data; every other rank
-  // reads the whole buffer from the root, and the root waits until all have.
+  // A large broadcast may take a single copy (single_copy.cc): the root decides and says so
+  // in the first round's descriptor, with its buffer's address in place of the data.
   const bool may_single = MaySingleCopy(static_cast<size_t>(bytes));
   const bool measure = may_single && rank_ == root &&
                        options_.single_copy == Options::SingleCopy::kAuto;
   if (may_single && rank_ == root) {
-    desc.single_copy_flags = !measure || broadcast_choice_.Next(static_cast<size_t>(bytes)) == 1;
+    desc.single_copy_flags = !measure || broadcast_choice_->Next(static_cast<size_t>(bytes)) == 1;
   }
   const int64_t start = NowNs();
   uint32_t last_done = 0;
@@ -467,15 +466,8 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
     const uint32_t written = NextPhase(), done = NextPhase();
     last_done = done;
     if (rank_ == root && desc.single_copy_flags != 0) {
-      SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
-      *Desc(rank_, pos) = desc;
-      *reinterpret_cast<PeerSpan*>(SlotData(rank_, pos)) = {reinterpret_cast<uintptr_t>(buf),
-                                                            reinterpret_cast<uintptr_t>(buf), bytes};
-      Post(Counter(rank_), done);
-      SHM_RETURN_IF_ERROR(WaitAll(done));
-      slot_free_[static_cast<size_t>(pos)] = done;
-      ++single_copy_calls_;
-      if (measure) broadcast_choice_.Record(static_cast<size_t>(bytes), 1, NowNs() - start);
+      SHM_RETURN_IF_ERROR(BroadcastSingleCopy(buf, bytes, root, desc, pos, written, done));
+      if (measure) broadcast_choice_->Record(static_cast<size_t>(bytes), 1, NowNs() - start);
       return Status::OK();
     }
     if (rank_ == root) {
@@ -494,14 +486,7 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
             std::to_string(d.total_bytes) + " bytes, parameter " + std::to_string(d.aux) + ")"));
       }
       if (lo == 0 && d.single_copy_flags != 0 && may_single) {
-        peer_spans_[root].assign(1, *reinterpret_cast<const PeerSpan*>(SlotData(root, pos)));
-        peer_starts_[root].assign(1, 0);
-        SHM_RETURN_IF_ERROR(
-            ReadPeer(root, false, 0, bytes, 1, {{buf, static_cast<size_t>(bytes)}}));
-        Post(Counter(rank_), done);
-        slot_free_[static_cast<size_t>(pos)] = done;
-        ++single_copy_calls_;
-        return Status::OK();
+        return BroadcastSingleCopy(buf, bytes, root, desc, pos, written, done);
       }
       std::memcpy(buf + lo, SlotData(root, pos), n);
       Post(Counter(rank_), done);
@@ -510,7 +495,7 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
   }
   if (measure) {  // time the pipeline to the end on every rank, as the single copy is timed
     SHM_RETURN_IF_ERROR(WaitAll(last_done));
-    broadcast_choice_.Record(static_cast<size_t>(bytes), 0, NowNs() - start);
+    broadcast_choice_->Record(static_cast<size_t>(bytes), 0, NowNs() - start);
   }
   return Status::OK();
 }
@@ -556,8 +541,23 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
   desc.aux = static_cast<uint32_t>(element_size);
   desc.total_bytes = static_cast<uint64_t>(total);
   desc.own_bytes = static_cast<uint64_t>(bytes[rank_]);
+  // A large allgather may take a single copy, planned as allreduce's is (single_copy.cc).
+  const bool may_single = MaySingleCopy(static_cast<size_t>(total));
+  const bool always = options_.single_copy == Options::SingleCopy::kAlways;
+  const bool measure = may_single && rank_ == 0 && !always;
+  const int size_class = AlgorithmChoice::ClassOf(static_cast<size_t>(total));
+  const int64_t start = NowNs();
+  bool took_single = false;
+  uint32_t rank0_flags = 0;
+  if (measure) {
+    desc.single_copy_flags = allgather_choice_->Next(static_cast<size_t>(total)) == 1 ? 1u : 0u;
+  }
+  if (may_single && (always || planned_allgather_single_[size_class])) {
+    SHM_RETURN_IF_ERROR(AllgatherSingleCopy(out, bytes, offset, desc, &rank0_flags));
+    took_single = true;
+  }
   const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes);
-  for (int64_t lo = 0; lo < most; lo += chunk) {
+  for (int64_t lo = 0; lo < most && !took_single; lo += chunk) {
     const int pos = NextSlot();
     SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
     const uint32_t written = NextPhase(), done = NextPhase();
@@ -569,15 +569,8 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
     Post(Counter(rank_), written);
     SHM_RETURN_IF_ERROR(WaitAll(written));
     if (lo == 0) {
-      SHM_RETURN_IF_ERROR(CheckDescs(pos, desc, "allgather"));
-      for (int j = 0; j < size_; ++j) {
-        if (j != rank_ && Desc(j, pos)->own_bytes != static_cast<uint64_t>(bytes[j])) {
-          return Fail(Status::InvalidArgument(
-              "shared-memory allgather: rank " + std::to_string(rank_) + " expects " +
-              std::to_string(bytes[j]) + " bytes from rank " + std::to_string(j) +
-              ", which sends " + std::to_string(Desc(j, pos)->own_bytes)));
-        }
-      }
+      SHM_RETURN_IF_ERROR(CheckAllgatherDescs(pos, desc, bytes));
+      rank0_flags = Desc(0, pos)->single_copy_flags;
     }
     for (int j = 0; j < size_; ++j) {
       if (j == rank_) continue;
@@ -586,6 +579,23 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
     }
     Post(Counter(rank_), done);
     slot_free_[static_cast<size_t>(pos)] = done;
+  }
+  if (may_single && !always) planned_allgather_single_[size_class] = (rank0_flags & 1u) != 0;
+  if (measure) {
+    allgather_choice_->Record(static_cast<size_t>(total), took_single ? 1 : 0, NowNs() - start);
+  }
+  return Status::OK();
+}
+
+Status Group::CheckAllgatherDescs(int pos, const SlotDesc& desc, const std::vector<int64_t>& bytes) {
+  SHM_RETURN_IF_ERROR(CheckDescs(pos, desc, "allgather"));
+  for (int j = 0; j < size_; ++j) {
+    if (j != rank_ && Desc(j, pos)->own_bytes != static_cast<uint64_t>(bytes[j])) {
+      return Fail(Status::InvalidArgument(
+          "shared-memory allgather: rank " + std::to_string(rank_) + " expects " +
+          std::to_string(bytes[j]) + " bytes from rank " + std::to_string(j) + ", which sends " +
+          std::to_string(Desc(j, pos)->own_bytes)));
+    }
   }
   return Status::OK();
 }

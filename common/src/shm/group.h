@@ -59,10 +59,11 @@ class Group {
     // Per-rank memory in the segment that callers may use as their (fusion) buffer: an
     // allreduce whose buffer lies there skips the copy into the segment. 0: none.
     size_t scratch_bytes = 0;
-    // Allreduces and broadcasts of at least single_copy_bytes may instead read the peers'
-    // buffers where they are, with one kernel copy (process_vm_readv), when the kernel lets
-    // the ranks do so: kAuto picks the faster of that and the pipeline from measured times
-    // (algorithm_choice.h), kAlways takes it whenever it is possible, kNever never does.
+    // Allreduces, broadcasts and allgathers of at least single_copy_bytes may instead move
+    // their data straight between the ranks' buffers with one kernel copy (process_vm_readv,
+    // process_vm_writev), when the kernel lets the ranks do so: kAuto picks the faster of
+    // that and the pipeline from measured times (algorithm_choice.h), kAlways takes it
+    // whenever it is possible, kNever never does.
     enum class SingleCopy { kAuto, kAlways, kNever };
     SingleCopy single_copy = SingleCopy::kAuto;
     size_t single_copy_bytes = 1 << 20;
@@ -226,6 +227,17 @@ class Group {
   // (pointer, bytes) of n elements in all, with process_vm_readv.
   Status ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
                   const std::vector<std::pair<char*, size_t>>& local);
+  // Writes `bytes` from `from` to address `to` of rank j (process_vm_writev).
+  Status WritePeer(int j, const char* from, uint64_t to, int64_t bytes);
+  Status PeerCopyFailed(int j, const char* what, int64_t result);
+  // The first round of a broadcast that its root chose to take as a single copy.
+  Status BroadcastSingleCopy(char* buffer, int64_t bytes, int root, const SlotDesc& desc, int pos,
+                             uint32_t written, uint32_t done);
+  Status AllgatherSingleCopy(char* output, const std::vector<int64_t>& bytes,
+                             const std::vector<int64_t>& offset, const SlotDesc& desc,
+                             uint32_t* rank0_flags);
+  // The allgather descriptors of round `pos` match this call, parts included.
+  Status CheckAllgatherDescs(int pos, const SlotDesc& desc, const std::vector<int64_t>& bytes);
   // Tests once, at Create, that every rank can read every other's memory; agreed by all.
   Status ProbeSingleCopy(const std::function<Status()>& barrier);
 
@@ -256,12 +268,15 @@ class Group {
   // room for a chunk read from a peer and for a partial sum.
   bool single_copy_available_ = false;
   uint64_t single_copy_calls_ = 0;
-  AlgorithmChoice allreduce_choice_, broadcast_choice_;
+  AlgorithmChoice* allreduce_choice_ = nullptr;  // shared by the process's groups of this size
+  AlgorithmChoice* broadcast_choice_ = nullptr;
+  AlgorithmChoice* allgather_choice_ = nullptr;
   struct PeerSpan {
     uint64_t in, out;
     int64_t count;
   };
   bool planned_single_[64] = {};  // per size class: rank 0's plan for the next allreduce
+  bool planned_allgather_single_[64] = {};  // and for the next allgather
   std::vector<std::vector<PeerSpan>> peer_spans_;
   std::vector<std::vector<int64_t>> peer_starts_;
   std::vector<char> incoming_, partial_;

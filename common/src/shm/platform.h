@@ -42,6 +42,10 @@ bool ProcessGone(const ProcessId& id);
 // security policy (Yama, seccomp) forbids it, ESRCH when the process is gone.
 int64_t ReadPeerMemory(int64_t pid, const iovec* local, int local_count, const iovec* remote,
                        int remote_count);
+// The same in the other direction (process_vm_writev): from this process's `local` into
+// another's `remote`.
+int64_t WritePeerMemory(int64_t pid, const iovec* local, int local_count, const iovec* remote,
+                        int remote_count);
 // Lets processes of this user read this one's memory where Yama (ptrace_scope 1, the default
 // of several distributions) would limit that to its ancestors, as Open MPI's single copy
 // does; without Yama it changes nothing.

@@ -200,8 +200,13 @@ TEST(ShmFailureTest, MismatchedCallsFail) {
       {"broadcast, different sizes",
        [&](int rank, Group* g) { return g->Broadcast(data.data(), rank == 0 ? 4000 : 4004, 0); }},
   };
-  for (const Case& c : cases) {
+  // Each case on the default protocols, then with every call that can taking the single copy.
+  for (int cell = 0; cell < 2 * static_cast<int>(cases.size()); ++cell) {
+    const Case& c = cases[static_cast<size_t>(cell) % cases.size()];
+    const bool single_copy = cell >= static_cast<int>(cases.size());
+    if (single_copy && !testing::KernelAllowsSingleCopy()) break;
     RunOptions options;
+    if (single_copy) options.group = testing::SingleCopyOptions();
     options.group.timeout_seconds = 10;
     options.same_digests = false;
     int64_t* noticed = testing::SharedNew<int64_t>();
@@ -223,7 +228,7 @@ TEST(ShmFailureTest, MismatchedCallsFail) {
         options);
     EXPECT_GE(*noticed, 1) << c.what << ": no rank reported the disagreement";
     testing::SharedDelete(noticed);
-    EXPECT_EQ(problems, "") << c.what;
+    EXPECT_EQ(problems, "") << c.what << (single_copy ? " (single copy)" : "");
   }
 }
 

@@ -1,10 +1,11 @@
 // The single-copy protocols of the shared-memory group (single_copy.cc) in real forked
-// processes: broadcast from every root, the agreed fallback to the pipeline when a rank's
-// buffer table does not fit its slot, and the measured choice (SingleCopy::kAuto) taking both
-// algorithms on every rank alike with correct results. Allreduce of every dtype, op and size
+// processes: broadcast from every root, allgather of uneven parts, the agreed fallback to the
+// pipeline when a rank's buffer table does not fit its slot, and the measured choice
+// (SingleCopy::kAuto) taking both algorithms on every rank alike with correct results. Allreduce of every dtype, op and size
 // over the single copy is in allreduce_test.cc, a peer killed during one in failure_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -67,6 +68,54 @@ TEST(ShmSingleCopyTest, BroadcastFromEveryRoot) {
           SHM_CHECK(g->single_copy_calls() == 3 * static_cast<uint64_t>(size),
                     "%llu of %d broadcasts took the single copy",
                     static_cast<unsigned long long>(g->single_copy_calls()), 3 * size);
+          return true;
+        },
+        options);
+    EXPECT_EQ(problems, "") << size << " ranks";
+  }
+}
+
+// Allgather of uneven parts (one empty), in place and into a separate output, on 2-4 ranks.
+TEST(ShmSingleCopyTest, AllgatherUnevenParts) {
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
+  for (int size : {2, 3, 4}) {
+    RunOptions options;
+    options.group = testing::SingleCopyOptions();
+    std::string problems = RunGroup(
+        size,
+        [&](int rank, Group* g, Shared* shared) {
+          for (int64_t base : {int64_t{3}, int64_t{70001}}) {
+            for (bool in_place : {false, true}) {
+              std::vector<int64_t> counts;
+              int64_t total = 0, mine_at = 0;
+              for (int r = 0; r < size; ++r) {
+                counts.push_back(r == 1 ? 0 : base + 17 * r);
+                if (r == rank) mine_at = total;
+                total += counts.back();
+              }
+              std::vector<float> out(static_cast<size_t>(total) + 1, -1.0f);
+              out.back() = 42.0f;
+              std::vector<float> own(static_cast<size_t>(counts[rank]));
+              for (int64_t i = 0; i < counts[rank]; ++i) own[i] = Value(rank, i);
+              const float* input = own.data();
+              if (in_place) {
+                std::copy(own.begin(), own.end(), out.begin() + mine_at);
+                input = out.data() + mine_at;
+              }
+              Status st = g->Allgatherv(input, out.data(), counts, 4);
+              SHM_CHECK(st.ok(), "%s", st.message().c_str());
+              for (int r = 0, at = 0; r < size; at += static_cast<int>(counts[r]), ++r) {
+                for (int64_t i = 0; i < counts[r]; ++i) {
+                  SHM_CHECK(out[at + i] == Value(r, i), "part of rank %d element %lld wrong", r,
+                            static_cast<long long>(i));
+                }
+              }
+              SHM_CHECK(out.back() == 42.0f, "allgather wrote past the output");
+              shared->digests[rank] = testing::Fnv1a(out.data(), out.size() * 4, shared->digests[rank]);
+            }
+          }
+          SHM_CHECK(g->single_copy_calls() == 4, "%llu of 4 allgathers took the single copy",
+                    static_cast<unsigned long long>(g->single_copy_calls()));
           return true;
         },
         options);
@@ -153,7 +202,23 @@ TEST(ShmSingleCopyTest, MeasuredChoiceTakesBothAlgorithmsOnEveryRankAlike) {
           SHM_CHECK(broadcasts >= 1 && broadcasts < calls,
                     "%llu of %d broadcasts took the single copy",
                     static_cast<unsigned long long>(broadcasts), calls);
-          const uint64_t counts[2] = {allreduces, broadcasts};
+          std::vector<int64_t> parts(static_cast<size_t>(size), 30001);
+          std::vector<float> gathered(static_cast<size_t>(30001 * size));
+          std::vector<float> own(30001);
+          for (int c = 0; c < calls; ++c) {
+            for (int64_t i = 0; i < 30001; ++i) own[i] = Value(rank, i + c);
+            Status st = g->Allgatherv(own.data(), gathered.data(), parts, 4);
+            SHM_CHECK(st.ok(), "%s", st.message().c_str());
+            for (int r = 0; r < size; ++r) {
+              for (int64_t i = 0; i < 30001; ++i) {
+                SHM_CHECK(gathered[r * 30001 + i] == Value(r, i + c), "allgather %d wrong", c);
+              }
+            }
+          }
+          const uint64_t allgathers = g->single_copy_calls() - allreduces - broadcasts;
+          SHM_CHECK(allgathers >= 1 && allgathers < calls, "%llu of %d allgathers took the single copy",
+                    static_cast<unsigned long long>(allgathers), calls);
+          const uint64_t counts[3] = {allreduces, broadcasts, allgathers};
           shared->digests[rank] = testing::Fnv1a(counts, sizeof(counts));
           return true;
         },
