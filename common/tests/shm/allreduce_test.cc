@@ -114,10 +114,6 @@ bool TookSingleCopy(int rank, Group* g, bool single_copy) {
   SHM_CHECK(g->single_copy_calls() > 0, "no call took the single copy");
   return true;
 }
-#define SKIP_UNLESS_SINGLE_COPY_POSSIBLE(single_copy)                                     \
-  if ((single_copy) && !testing::KernelAllowsSingleCopy())                                 \
-  GTEST_SKIP() << "this kernel forbids process_vm_readv between sibling processes (Yama " \
-                  "ptrace_scope or seccomp)"
 
 void RunMatrix(int size, int ring_slots = 4, bool single_copy = false) {
   RunOptions options;
@@ -145,15 +141,15 @@ TEST(ShmAllreduceTest, EveryDtypeOpAndSizeOn2Ranks) { RunMatrix(2); }
 TEST(ShmAllreduceTest, EveryDtypeOpAndSizeOn3RanksWith3Slots) { RunMatrix(3, 3); }
 TEST(ShmAllreduceTest, EveryDtypeOpAndSizeOn4RanksOversubscribed) { RunMatrix(4); }
 TEST(ShmAllreduceTest, EveryDtypeOpAndSizeSingleCopyOn2Ranks) {
-  SKIP_UNLESS_SINGLE_COPY_POSSIBLE(true);
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
   RunMatrix(2, 4, true);
 }
 TEST(ShmAllreduceTest, EveryDtypeOpAndSizeSingleCopyOn3Ranks) {
-  SKIP_UNLESS_SINGLE_COPY_POSSIBLE(true);
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
   RunMatrix(3, 3, true);
 }
 TEST(ShmAllreduceTest, EveryDtypeOpAndSizeSingleCopyOn4RanksOversubscribed) {
-  SKIP_UNLESS_SINGLE_COPY_POSSIBLE(true);
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
   RunMatrix(4, 4, true);
 }
 

@@ -87,7 +87,7 @@ TEST(ShmFailureTest, KilledPeerBecomesAnErrorQuickly) {
 }
 // The survivors may be reading the dead rank's memory when it dies.
 TEST(ShmFailureTest, KilledPeerDuringSingleCopiesBecomesAnErrorQuickly) {
-  if (!testing::KernelAllowsSingleCopy()) GTEST_SKIP() << "process_vm_readv forbidden here";
+  SKIP_UNLESS_SINGLE_COPY_POSSIBLE();
   KillPeerDuringAllreduces(Group::Options::SingleCopy::kAlways);
 }
 

@@ -20,11 +20,6 @@ using testing::RunGroup;
 using testing::RunOptions;
 using testing::Shared;
 
-#define SKIP_UNLESS_SINGLE_COPY_POSSIBLE()                                                \
-  if (!testing::KernelAllowsSingleCopy())                                                 \
-  GTEST_SKIP() << "this kernel forbids process_vm_readv between sibling processes (Yama " \
-                  "ptrace_scope or seccomp)"
-
 // Small integers, so that float sums are exact whatever the order.
 float Value(int rank, int64_t i) { return static_cast<float>(rank * 1000 + i % 977); }
 

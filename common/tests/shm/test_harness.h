@@ -78,6 +78,13 @@ inline bool KernelAllowsSingleCopy() {
   return ok;
 }
 
+// In a test body: skips the test where the kernel forbids single copies (tests of the
+// single copy itself; where it is allowed, they must find it used).
+#define SKIP_UNLESS_SINGLE_COPY_POSSIBLE()                                                \
+  if (!::tutti::shm::testing::KernelAllowsSingleCopy())                                  \
+  GTEST_SKIP() << "this kernel forbids process_vm_readv between sibling processes (Yama " \
+                  "ptrace_scope or seccomp)"
+
 // Memory shared by the test process and its forked children.
 template <typename T>
 T* SharedNew() {
