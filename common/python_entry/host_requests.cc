@@ -2,11 +2,11 @@
 // call from Python (tutti/common/requests.py), instead of building the tutti_request and
 // its tensor views as ctypes objects, which cost 4-5 us per request.
 //
-//   bind(enqueue, run, done, allocate, codes, code_of, request_name)
-//       once per process: the addresses of tutti_enqueue, tutti_run, tutti_completion_done
-//       and the Python allocate trampoline (ctypes), the dict numpy dtype -> tutti_dtype
-//       code, the function that names an unsupported dtype (it raises), and
-//       tutti.common.naming.request_name.
+//   bind(enqueue, run, done, wait, test, allocate, codes, code_of, request_name)
+//       once per process: the addresses of tutti_enqueue, tutti_run, tutti_completion_done,
+//       tutti_completion_wait, tutti_completion_test and the Python allocate trampoline
+//       (ctypes), the dict numpy dtype -> tutti_dtype code, the function that names an
+//       unsupported dtype (it raises), and tutti.common.naming.request_name.
 //   submit(name, kind, process_set, collective, inputs, outputs, allocates, reduce_op,
 //          prescale, postscale, root_rank, splits, received_splits, result, user_data,
 //          run_seconds) -> (tutti_status, request's name)
@@ -17,6 +17,16 @@
 //       same views), or another list of arrays of the same shapes. splits,
 //       received_splits, result: int32 arrays or None. run_seconds >= 0: through tutti_run
 //       with that limit, else tutti_enqueue.
+//   run_in_place(name, kind, process_set, collective, arrays, reduce_op, prescale,
+//                postscale, slice_seconds) -> (tutti_status, message or None)
+//       runs one in-place request through tutti_run and waits for it, with a completion
+//       record of its own: no handle, no Python between submitting and returning (an
+//       isolated call on a small VM pays tens of microseconds for every Python object it
+//       touches after an idle spell). message is None when the core refused the request
+//       (its reason is tutti_last_error), the request's error message when it failed. The
+//       wait runs in slices of slice_seconds; a signal whose handler raises (Ctrl-C) ends
+//       it with that exception, and the record and arrays are kept until the core is done.
+//   abandoned_count() -> how many such interrupted requests are still kept.
 //
 // The module knows no Python package of tutti: it links neither the core (its functions
 // arrive as addresses) nor numpy (arrays are read through the buffer protocol), so it
@@ -28,6 +38,7 @@
 #include <Python.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tutti/c_api.h"
@@ -36,11 +47,15 @@ namespace {
 
 using EnqueueFn = tutti_status (*)(const tutti_request*);
 using RunFn = tutti_status (*)(const tutti_request*, double, int32_t*);
+using WaitFn = int (*)(tutti_completion*, double);
+using TestFn = int (*)(const tutti_completion*);
 
 struct Bound {
   EnqueueFn enqueue = nullptr;
   RunFn run = nullptr;
   tutti_done_fn done = nullptr;
+  WaitFn wait = nullptr;
+  TestFn test = nullptr;
   tutti_allocate_fn allocate = nullptr;
   PyObject* codes = nullptr;    // dict: numpy dtype -> tutti_dtype code
   PyObject* code_of = nullptr;  // dtype -> code, raising for an unsupported one
@@ -132,36 +147,124 @@ bool ToDouble(PyObject* value, double* out) {
 }
 
 PyObject* Bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 7) {
-    PyErr_Format(PyExc_TypeError, "bind() takes 7 arguments (%zd given)", nargs);
+  if (nargs != 9) {
+    PyErr_Format(PyExc_TypeError, "bind() takes 9 arguments (%zd given)", nargs);
     return nullptr;
   }
-  void* addresses[4];
-  for (int i = 0; i < 4; ++i) {
+  void* addresses[6];
+  for (int i = 0; i < 6; ++i) {
     addresses[i] = PyLong_AsVoidPtr(args[i]);
     if (addresses[i] == nullptr) {
       if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bind() got a NULL function");
       return nullptr;
     }
   }
-  if (!PyDict_Check(args[4]) || !PyCallable_Check(args[5]) || !PyCallable_Check(args[6])) {
+  if (!PyDict_Check(args[6]) || !PyCallable_Check(args[7]) || !PyCallable_Check(args[8])) {
     PyErr_SetString(PyExc_TypeError, "bind() needs a dict of dtype codes and two callables");
     return nullptr;
   }
   bound.enqueue = reinterpret_cast<EnqueueFn>(addresses[0]);
   bound.run = reinterpret_cast<RunFn>(addresses[1]);
   bound.done = reinterpret_cast<tutti_done_fn>(addresses[2]);
-  bound.allocate = reinterpret_cast<tutti_allocate_fn>(addresses[3]);
-  Py_INCREF(args[4]);
-  Py_XDECREF(bound.codes);
-  bound.codes = args[4];
-  Py_INCREF(args[5]);
-  Py_XDECREF(bound.code_of);
-  bound.code_of = args[5];
+  bound.wait = reinterpret_cast<WaitFn>(addresses[3]);
+  bound.test = reinterpret_cast<TestFn>(addresses[4]);
+  bound.allocate = reinterpret_cast<tutti_allocate_fn>(addresses[5]);
   Py_INCREF(args[6]);
+  Py_XDECREF(bound.codes);
+  bound.codes = args[6];
+  Py_INCREF(args[7]);
+  Py_XDECREF(bound.code_of);
+  bound.code_of = args[7];
+  Py_INCREF(args[8]);
   Py_XDECREF(bound.request_name);
-  bound.request_name = args[6];
+  bound.request_name = args[8];
   Py_RETURN_NONE;
+}
+
+// Requests of run_in_place calls that a signal interrupted: the core still writes their
+// record and arrays, so both live until it is done (checked at the next call).
+std::vector<std::pair<tutti_completion*, PyObject*>> abandoned;
+
+void ReleaseFinished() {
+  for (size_t i = 0; i < abandoned.size();) {
+    if (bound.test(abandoned[i].first)) {
+      delete abandoned[i].first;
+      Py_DECREF(abandoned[i].second);
+      abandoned[i] = abandoned.back();
+      abandoned.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 9) {
+    PyErr_Format(PyExc_TypeError, "run_in_place() takes 9 arguments (%zd given)", nargs);
+    return nullptr;
+  }
+  if (bound.run == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "run_in_place() before bind()");
+    return nullptr;
+  }
+  if (!abandoned.empty()) ReleaseFinished();
+  long long process_set = 0, collective = 0, reduce_op = 0;
+  double prescale = 1.0, postscale = 1.0, slice_seconds = 0.2;
+  PyObject* arrays = args[4];
+  Views views;
+  if (!ToLong(args[2], &process_set) || !ToLong(args[3], &collective) ||
+      !ToViews(arrays, "arrays", true, &views) || !ToLong(args[5], &reduce_op) ||
+      !ToDouble(args[6], &prescale) || !ToDouble(args[7], &postscale) ||
+      !ToDouble(args[8], &slice_seconds)) {
+    return nullptr;
+  }
+  PyObject* name =
+      PyObject_CallFunctionObjArgs(bound.request_name, args[0], args[1], args[2], nullptr);
+  if (name == nullptr) return nullptr;
+  tutti_request request = {};
+  request.name = PyUnicode_AsUTF8(name);
+  if (request.name == nullptr) {
+    Py_DECREF(name);
+    return nullptr;
+  }
+  auto* record = new tutti_completion();
+  request.collective = static_cast<tutti_collective>(collective);
+  request.process_set = static_cast<int32_t>(process_set);
+  request.num_tensors = static_cast<int32_t>(views.tensors.size());
+  request.inputs = request.num_tensors > 0 ? views.tensors.data() : nullptr;
+  request.outputs = request.inputs;
+  request.reduce_op = static_cast<tutti_reduce_op>(reduce_op);
+  request.prescale = prescale;
+  request.postscale = postscale;
+  request.done = bound.done;
+  request.user_data = record;
+  tutti_status status;
+  int done = 0;
+  Py_BEGIN_ALLOW_THREADS
+  status = bound.run(&request, slice_seconds, nullptr);
+  if (status == TUTTI_OK) done = bound.wait(record, 0);
+  Py_END_ALLOW_THREADS
+  Py_DECREF(name);
+  if (status != TUTTI_OK) {  // refused: the core never calls `done`
+    delete record;
+    return Py_BuildValue("(iO)", static_cast<int>(status), Py_None);
+  }
+  while (!done) {
+    Py_BEGIN_ALLOW_THREADS
+    done = bound.wait(record, slice_seconds);
+    Py_END_ALLOW_THREADS
+    if (!done && PyErr_CheckSignals() < 0) {
+      Py_INCREF(arrays);
+      abandoned.emplace_back(record, arrays);
+      return nullptr;
+    }
+  }
+  PyObject* result =
+      record->status == TUTTI_OK
+          ? Py_BuildValue("(iO)", static_cast<int>(record->status), Py_None)
+          : Py_BuildValue("(iy)", static_cast<int>(record->status), record->message);
+  delete record;
+  return result;
 }
 
 PyObject* Submit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -229,6 +332,12 @@ PyObject* Submit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return Py_BuildValue("(iN)", static_cast<int>(status), name);
 }
 
+// How many interrupted run_in_place requests are still kept (for tests).
+PyObject* AbandonedCount(PyObject*, PyObject*) {
+  if (!abandoned.empty() && bound.test != nullptr) ReleaseFinished();
+  return PyLong_FromSize_t(abandoned.size());
+}
+
 // A METH_FASTCALL function as the PyCFunction that PyMethodDef stores.
 PyCFunction FastCall(PyObject* (*function)(PyObject*, PyObject* const*, Py_ssize_t)) {
   return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function));
@@ -238,6 +347,10 @@ PyMethodDef methods[] = {
     {"bind", FastCall(&Bind), METH_FASTCALL, "Binds the core's functions and the dtype codes."},
     {"submit", FastCall(&Submit), METH_FASTCALL,
      "Queues (or runs) one request on host arrays; returns (status, name)."},
+    {"run_in_place", FastCall(&RunInPlace), METH_FASTCALL,
+     "Runs one in-place request and waits for it; returns (status, message or None)."},
+    {"abandoned_count", &AbandonedCount, METH_NOARGS,
+     "Interrupted run_in_place requests whose record and arrays are still kept."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1,7 +1,7 @@
 """tutti.numpy's way into the core (the CPython module tutti.common._host_requests) on 2 and
 3 ranks under MPI and Gloo (workers/host_requests.py): the arrays it accepts, a refused call
 that leaves no trace, the module's own argument errors, and an allreduce_ interrupted by
-Ctrl-C."""
+Ctrl-C (its request kept until done, then released)."""
 
 import sys
 
@@ -20,7 +20,7 @@ def test_host_requests(controller, np_):
     assert result.returncode == 0, launch.describe(result)
     assert "FAIL" not in result.stdout, launch.describe(result)
     for rank in range(np_):
-        cases = 12 if rank == 0 else 11  # rank 0 also checks the interruption
+        cases = 14 if rank == 0 else 13  # rank 0 also checks the interruption
         assert "rank %d/%d: %d cases ok, 0 failed" % (rank, np_, cases) in result.stdout, \
             launch.describe(result)
         for line in (
@@ -30,6 +30,8 @@ def test_host_requests(controller, np_):
             "misuse: inputs: inputs must be a list of arrays, not tuple",
             "misuse: count: submit() takes 16 arguments (1 given)",
             "misuse: splits: splits, received_splits and result must be int32 arrays",
+            "misuse: run_count: run_in_place() takes 9 arguments (2 given)",
+            "misuse: run_arrays: arrays must be a list of arrays, not numpy.ndarray",
             "interrupted: ok",
         ):
             assert "rank %d: %s" % (rank, line) in result.stdout, launch.describe(result)

@@ -5,19 +5,19 @@
 // run. Between the vCPUs of a VM whose host sometimes places them on cores that share no
 // cache, the pipeline through the segment (copy in, reduce, copy out, chunk by chunk) is 2-3x
 // faster than reading the peers' buffers with one kernel copy while the cores share a cache,
-// and 2x slower while they do not (docs/benchmarks.md, "single copy").
+// and 2x slower while they do not (docs/benchmarks.md, "Single copy between processes").
 //
 // Sizes fall into classes by their power of two. A class first tries each algorithm twice
 // (the first time of each only warms it up: its page faults and cold caches say nothing
-// about the next calls), then takes the one with the lower recent time per byte (the median of its last three
-// samples since it was last tried); every `interval` calls it tries the
-// other again, so a change of phase is noticed. The interval doubles (up to kMaxInterval;
-// quadruples when the tried one was over 1.5x slower) while those tries confirm the choice
-// and drops back to kMinInterval whenever the choice
-// changes, so a stable machine pays for a try rarely. Slower samples of the chosen algorithm
-// raise its estimate and can flip the choice by themselves: a lasting slow phase of the
-// chosen algorithm is noticed at its second slow call (one slow call is an outlier), a fast
-// phase of the other at its next try.
+// about the next calls), then takes the one with the lower recent time per byte (the
+// median of its last three samples since it was last tried); every `interval` calls it
+// tries the other again, so a change of phase is noticed. The interval doubles (up to
+// kMaxInterval; quadruples when the tried one was over 1.5x slower) while those tries
+// confirm the choice and drops back to kMinInterval whenever the choice changes, so a
+// stable machine pays for a try rarely. Slower samples of the chosen algorithm raise its
+// estimate and can flip the choice by themselves: a lasting slow phase of the chosen
+// algorithm is noticed at its second slow call (one slow call is an outlier), a fast phase
+// of the other at its next try.
 //
 // Used by the one rank that decides for the group (it publishes its choice with the call),
 // from the thread that runs the group's collectives. What it learns is a property of the

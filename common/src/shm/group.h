@@ -72,11 +72,15 @@ class Group {
   // Bytes of the shared segment for a group of `size` ranks with these options.
   static size_t SegmentBytes(int size, const Options& options);
 
+  // How many times Create calls its barrier on every rank: a process that takes part in the
+  // barrier without creating a group (alone on its host) must call it as often.
+  static constexpr int kCreateBarriers = 3;
+
   // Rank 0 creates the segment `name` ("/name", unique per job and process set; a stale
-  // segment of that name is replaced), `barrier` is called three times on every rank (it must
-  // synchronise exactly these processes), the others map it, and rank 0 unlinks the name once
-  // everyone has mapped it: nothing is left in /dev/shm after that, whatever happens to the
-  // processes. Fails on every rank if any rank failed to attach.
+  // segment of that name is replaced), `barrier` is called kCreateBarriers times on every
+  // rank (it must synchronise at least these processes), the others map it, and rank 0
+  // unlinks the name once everyone has mapped it: nothing is left in /dev/shm after that,
+  // whatever happens to the processes. Fails on every rank if any rank failed to attach.
   static Status Create(const std::string& name, int rank, int size, const Options& options,
                        const std::function<Status()>& barrier, std::unique_ptr<Group>* out);
   ~Group();

@@ -59,7 +59,7 @@ struct alignas(kLine) SleepersLine {
 struct alignas(kLine) PeerLine {
   ProcessId id;
   uint64_t probe_address;  // a word of this process that peers read to test single copies
-  std::atomic<uint32_t> can_read_peers;  // 1: this rank read every peer's word, 2: it could not
+  std::atomic<uint32_t> can_read_peers;  // 1: this rank read and wrote every peer's word, 2: not
 };
 struct alignas(kLine) TinyLine {
   std::atomic<uint32_t> seq;  // the tiny call's sequence number once data is valid

@@ -1,7 +1,8 @@
-// Single-copy collectives of tutti::shm::Group: large calls read the peers' buffers where they
-// are, with one kernel copy (process_vm_readv), instead of passing every chunk through the
-// segment. The protocol is described in docs/architecture.md ("Same-host shared memory",
-// single copy); the choice between it and the pipeline in algorithm_choice.h.
+// Single-copy collectives of tutti::shm::Group: large allreduces, broadcasts and allgathers
+// move data straight between the ranks' buffers with one kernel copy (process_vm_readv,
+// process_vm_writev) instead of passing every chunk through the segment. The protocols are
+// described in docs/architecture.md ("Same-host shared memory", single copy); the choice
+// between them and the pipeline in algorithm_choice.h.
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@ constexpr int kIovecsPerCall = 512;  // below IOV_MAX (1024) on both sides
 }  // namespace
 
 Status Group::ProbeSingleCopy(const std::function<Status()>& barrier) {
+  // Read every peer's probe word, then write it back unchanged (broadcasts write too).
   bool can_read = options_.single_copy != Options::SingleCopy::kNever && size_ > 1;
   for (int j = 0; can_read && j < size_; ++j) {
     if (j == rank_) continue;
@@ -36,7 +38,6 @@ Status Group::ProbeSingleCopy(const std::function<Status()>& barrier) {
     can_read = ReadPeerMemory(peers_[j].id.pid, &local, 1, &remote, 1) ==
                    static_cast<int64_t>(sizeof(word)) &&
                word == kMagic + static_cast<uint64_t>(j);
-    // Broadcasts also write into the receivers: write the word back unchanged.
     can_read = can_read && WritePeerMemory(peers_[j].id.pid, &local, 1, &remote, 1) ==
                                static_cast<int64_t>(sizeof(word));
   }
@@ -89,13 +90,11 @@ Status Group::ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
   while (li < local.size() && ri < remote.size()) {
     lv.clear();
     rv.clear();
-    int64_t want = 0;
     for (size_t a = li, ao = loff, b = ri, bo = roff;
          a < local.size() && b < remote.size() && lv.size() < kIovecsPerCall;) {
       const size_t len = std::min(local[a].second - ao, remote[b].iov_len - bo);
       lv.push_back({local[a].first + ao, len});
       rv.push_back({static_cast<char*>(remote[b].iov_base) + bo, len});
-      want += static_cast<int64_t>(len);
       if ((ao += len) == local[a].second) ++a, ao = 0;
       if ((bo += len) == remote[b].iov_len) ++b, bo = 0;
     }

@@ -270,9 +270,8 @@ class SharedMemoryTransport : public Transport {
       s = shm::Group::Create(name, static_cast<int>(me - local.begin()),
                              static_cast<int>(local.size()), options, barrier, &plan.group);
     } else {
-      // Alone on this host: still match the two barriers of the other hosts' Create.
-      s = barrier();
-      if (s.ok()) s = barrier();
+      // Alone on this host: still match the barriers of the other hosts' Create.
+      for (int i = 0; i < shm::Group::kCreateBarriers && s.ok(); ++i) s = barrier();
     }
     // Every member must know that every host's group is up before any is used.
     int32_t ok = s.ok() ? 1 : 0;

@@ -8,8 +8,8 @@
    unnamed request still matches across ranks.
 3. misuse: the module's own argument checks raise TypeError with a message.
 4. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
-   KeyboardInterrupt; the request stays pending with its array, which holds the sum once
-   the peer joins.
+   KeyboardInterrupt; the request stays kept with its array, which holds the sum once
+   the peer joins, and is released at the next call.
 Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
 """
 
@@ -68,6 +68,9 @@ def misuse(check):
         "splits": lambda: _host_requests.submit(None, "alltoall", 0, 0, [np.ones(2)], None,
                                                 True, 0, 1.0, 1.0, 0, np.ones(2), None, None,
                                                 0, -1.0),
+        "run_count": lambda: _host_requests.run_in_place("x", "allreduce"),
+        "run_arrays": lambda: _host_requests.run_in_place("x", "allreduce", 0, 0, np.ones(2), 0,
+                                                          1.0, 1.0, 0.2),
     }
     for label, call in calls.items():
         message = check.expect_error("misuse." + label, TypeError, call)
@@ -76,18 +79,22 @@ def misuse(check):
 
 def interrupted(check):
     x = np.full(3, check.rank + 1, np.float64)
-    pending = len(handles._pending)
+    kept = _host_requests.abandoned_count()
     if check.rank == 0:
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
         check.expect_error("interrupted", KeyboardInterrupt,
                            lambda: hvd.allreduce_(x, op=hvd.Sum, name="late"))
-        if len(handles._pending) != pending + 1:
+        if _host_requests.abandoned_count() != kept + 1:
             check.fail("interrupted.kept", "the interrupted request is not kept")
     else:
         time.sleep(1.5)  # rank 0 is interrupted meanwhile
         hvd.allreduce_(x, op=hvd.Sum, name="late")
     hvd.barrier()  # every rank's request has completed: rank 0's core wrote x
     check.equal("interrupted.sum", x, np.full(3, sum(range(1, check.size + 1)), np.float64))
+    hvd.allreduce_(np.ones(1), name="after")
+    if _host_requests.abandoned_count() != 0:
+        check.fail("interrupted.released", "%d interrupted requests still kept after they "
+                   "completed" % _host_requests.abandoned_count())
     say("rank %d: interrupted: ok" % check.rank)
 
 

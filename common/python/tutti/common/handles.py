@@ -97,13 +97,6 @@ def _on_allocate(user_data, index, ndim, shape):
         return None
 
 
-def keep(handle):
-    """Keeps `handle` (its completion record and buffers) until the core is done with it:
-    for a request whose caller stopped waiting (Ctrl-C) before it completed."""
-    with _lock:
-        _pending[ctypes.addressof(handle.completion)] = handle
-
-
 def _forget(record):
     with _lock:
         _pending.pop(record, None)

@@ -17,7 +17,7 @@ import numpy
 
 from . import _host_requests, basics, core, dtypes, handles, naming, process_sets
 from .basics import ReduceOp
-from .exceptions import InvalidArgumentError
+from .exceptions import InvalidArgumentError, error_for_status
 
 _global_set = process_sets.global_process_set
 
@@ -101,10 +101,6 @@ def run_blocking(start, *args):
     return handle.wait()
 
 
-def _no_result(allocated):
-    return None
-
-
 def run(collective, kind, name, process_set, arrays, op, prescale, postscale):
     """An in-place request on `arrays` (inputs and outputs) submitted and waited for, for a
     synchronous call that needs no handle (allreduce_): through tutti_run, without a
@@ -133,18 +129,15 @@ def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, p
 
 
 def _run_in_place(collective, kind, name, set_id, arrays, op_code, prescale, postscale):
-    handle = handles.Handle(None, _no_result, arrays)
-    status, handle.name = _host_requests.submit(
-        name, kind, set_id, collective, arrays, arrays, False, op_code, prescale, postscale,
-        0, None, None, None, ctypes.addressof(handle.completion), _RUN_SLICE_SECONDS)
+    # One native call submits, runs and waits, with a completion record of its own: no
+    # Handle, no ctypes record (see run_in_place in common/python_entry/host_requests.cc).
+    status, message = _host_requests.run_in_place(
+        name, kind, set_id, collective, arrays, op_code, prescale, postscale, _RUN_SLICE_SECONDS)
     if status != core.OK:
-        core.check(status)
-    try:
-        handle.wait()
-    except BaseException:
-        if not handle.done():  # interrupted: the core still writes the record and arrays
-            handles.keep(handle)
-        raise
+        if message is None:  # refused before it was queued
+            core.check(status)
+        raise error_for_status(
+            status, message.decode("utf-8", "replace") or "request %r failed" % (name or kind))
 
 
 def _same_arrays(a, b):
@@ -191,6 +184,8 @@ _host_requests.bind(
     ctypes.cast(core.lib.tutti_enqueue, ctypes.c_void_p).value,
     ctypes.cast(core.lib.tutti_run, ctypes.c_void_p).value,
     ctypes.cast(core.lib.tutti_completion_done, ctypes.c_void_p).value,
+    ctypes.cast(core.lib.tutti_completion_wait, ctypes.c_void_p).value,
+    ctypes.cast(core.lib.tutti_completion_test, ctypes.c_void_p).value,
     ctypes.cast(handles.ON_ALLOCATE, ctypes.c_void_p).value,
     dtypes.codes(),
     dtypes.code_of,
