@@ -146,6 +146,34 @@ bool ToDouble(PyObject* value, double* out) {
   return !(*out == -1.0 && PyErr_Occurred());
 }
 
+// The checks every entry point makes first: its argument count, and bind() before use.
+bool Callable(const char* function, Py_ssize_t nargs, Py_ssize_t expected) {
+  if (nargs != expected) {
+    PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", function, expected,
+                 nargs);
+    return false;
+  }
+  if (bound.run == nullptr) {
+    PyErr_Format(PyExc_RuntimeError, "%s() before bind()", function);
+    return false;
+  }
+  return true;
+}
+
+// The request's name from (name or None, kind, process set), once every argument is
+// accepted (a refused call consumes no number); *utf8 lives as long as the returned object.
+PyObject* RequestName(PyObject* const* args, const char** utf8) {
+  PyObject* name =
+      PyObject_CallFunctionObjArgs(bound.request_name, args[0], args[1], args[2], nullptr);
+  if (name == nullptr) return nullptr;
+  *utf8 = PyUnicode_AsUTF8(name);
+  if (*utf8 == nullptr) {
+    Py_DECREF(name);
+    return nullptr;
+  }
+  return name;
+}
+
 PyObject* Bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 9) {
     PyErr_Format(PyExc_TypeError, "bind() takes 9 arguments (%zd given)", nargs);
@@ -199,14 +227,7 @@ void ReleaseFinished() {
 }
 
 PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 9) {
-    PyErr_Format(PyExc_TypeError, "run_in_place() takes 9 arguments (%zd given)", nargs);
-    return nullptr;
-  }
-  if (bound.run == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "run_in_place() before bind()");
-    return nullptr;
-  }
+  if (!Callable("run_in_place", nargs, 9)) return nullptr;
   if (!abandoned.empty()) ReleaseFinished();
   long long process_set = 0, collective = 0, reduce_op = 0;
   double prescale = 1.0, postscale = 1.0, slice_seconds = 0.2;
@@ -218,15 +239,9 @@ PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       !ToDouble(args[8], &slice_seconds)) {
     return nullptr;
   }
-  PyObject* name =
-      PyObject_CallFunctionObjArgs(bound.request_name, args[0], args[1], args[2], nullptr);
-  if (name == nullptr) return nullptr;
   tutti_request request = {};
-  request.name = PyUnicode_AsUTF8(name);
-  if (request.name == nullptr) {
-    Py_DECREF(name);
-    return nullptr;
-  }
+  PyObject* name = RequestName(args, &request.name);
+  if (name == nullptr) return nullptr;
   auto* record = new tutti_completion();
   request.collective = static_cast<tutti_collective>(collective);
   request.process_set = static_cast<int32_t>(process_set);
@@ -268,14 +283,7 @@ PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyObject* Submit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 16) {
-    PyErr_Format(PyExc_TypeError, "submit() takes 16 arguments (%zd given)", nargs);
-    return nullptr;
-  }
-  if (bound.enqueue == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "submit() before bind()");
-    return nullptr;
-  }
+  if (!Callable("submit", nargs, 16)) return nullptr;
   long long process_set = 0, collective = 0, reduce_op = 0, root_rank = 0, user_data = 0;
   double prescale = 1.0, postscale = 1.0, run_seconds = -1.0;
   if (!ToLong(args[2], &process_set) || !ToLong(args[3], &collective)) return nullptr;
@@ -302,14 +310,8 @@ PyObject* Submit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   // Named last: every argument is accepted by now.
-  PyObject* name =
-      PyObject_CallFunctionObjArgs(bound.request_name, args[0], args[1], args[2], nullptr);
+  PyObject* name = RequestName(args, &request.name);
   if (name == nullptr) return nullptr;
-  request.name = PyUnicode_AsUTF8(name);  // lives as long as `name`
-  if (request.name == nullptr) {
-    Py_DECREF(name);
-    return nullptr;
-  }
   request.collective = static_cast<tutti_collective>(collective);
   request.process_set = static_cast<int32_t>(process_set);
   request.num_tensors = static_cast<int32_t>(input_views.tensors.size());

@@ -543,21 +543,16 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
   desc.own_bytes = static_cast<uint64_t>(bytes[rank_]);
   // A large allgather may take a single copy, planned as allreduce's is (single_copy.cc).
   const bool may_single = MaySingleCopy(static_cast<size_t>(total));
-  const bool always = options_.single_copy == Options::SingleCopy::kAlways;
-  const bool measure = may_single && rank_ == 0 && !always;
-  const int size_class = AlgorithmChoice::ClassOf(static_cast<size_t>(total));
-  const int64_t start = NowNs();
-  bool took_single = false;
-  uint32_t rank0_flags = 0;
-  if (measure) {
-    desc.single_copy_flags = allgather_choice_->Next(static_cast<size_t>(total)) == 1 ? 1u : 0u;
+  PlannedCall call;
+  if (may_single) {
+    call = PlanCall(static_cast<size_t>(total), allgather_choice_, planned_allgather_single_, &desc);
   }
-  if (may_single && (always || planned_allgather_single_[size_class])) {
+  uint32_t rank0_flags = 0;
+  if (call.single) {
     SHM_RETURN_IF_ERROR(AllgatherSingleCopy(out, bytes, offset, desc, &rank0_flags));
-    took_single = true;
   }
   const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes);
-  for (int64_t lo = 0; lo < most && !took_single; lo += chunk) {
+  for (int64_t lo = 0; lo < most && !call.single; lo += chunk) {
     const int pos = NextSlot();
     SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
     const uint32_t written = NextPhase(), done = NextPhase();
@@ -580,9 +575,9 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
     Post(Counter(rank_), done);
     slot_free_[static_cast<size_t>(pos)] = done;
   }
-  if (may_single && !always) planned_allgather_single_[size_class] = (rank0_flags & 1u) != 0;
-  if (measure) {
-    allgather_choice_->Record(static_cast<size_t>(total), took_single ? 1 : 0, NowNs() - start);
+  if (may_single) {
+    FinishPlannedCall(call, static_cast<size_t>(total), allgather_choice_,
+                      planned_allgather_single_, call.single, rank0_flags);
   }
   return Status::OK();
 }

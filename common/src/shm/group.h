@@ -220,6 +220,26 @@ class Group {
     return single_copy_available_ && options_.single_copy != Options::SingleCopy::kNever &&
            bytes >= options_.single_copy_bytes;
   }
+  // A peer's tensor in its buffer table: input and output address, elements.
+  struct PeerSpan {
+    uint64_t in, out;
+    int64_t count;
+  };
+  // A large allreduce or allgather whose algorithm rank 0 plans one call ahead
+  // (single_copy.cc): PlanCall before its first round, FinishPlannedCall once it is done.
+  struct PlannedCall {
+    int size_class = 0;
+    bool always = false;   // SingleCopy::kAlways: the single copy, no plan
+    bool measure = false;  // rank 0 in kAuto: plans the next call and times this one
+    bool single = false;   // this call takes the single copy
+    int64_t start = 0;
+  };
+  PlannedCall PlanCall(size_t bytes, AlgorithmChoice* choice, const bool* planned,
+                       SlotDesc* desc);
+  void FinishPlannedCall(const PlannedCall& call, size_t bytes, AlgorithmChoice* choice,
+                         bool* planned, bool took_single, uint32_t rank0_flags);
+  // Rank j's buffer table for the current call (its spans and their first elements).
+  void SetPeerTable(int j, const PeerSpan* table, size_t spans);
   // A large allreduce: the ranks agree on the pipeline or the single copy (single_copy.cc).
   Status AllreduceLarge(const std::vector<Span>& spans, int64_t count, size_t es,
                         tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
@@ -275,11 +295,7 @@ class Group {
   AlgorithmChoice* allreduce_choice_ = nullptr;  // shared by the process's groups of this size
   AlgorithmChoice* broadcast_choice_ = nullptr;
   AlgorithmChoice* allgather_choice_ = nullptr;
-  struct PeerSpan {
-    uint64_t in, out;
-    int64_t count;
-  };
-  bool planned_single_[64] = {};  // per size class: rank 0's plan for the next allreduce
+  bool planned_allreduce_single_[64] = {};  // per size class: rank 0's plan for the next one
   bool planned_allgather_single_[64] = {};  // and for the next allgather
   std::vector<std::vector<PeerSpan>> peer_spans_;
   std::vector<std::vector<int64_t>> peer_starts_;

@@ -113,11 +113,40 @@ Status Group::ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
   return Status::OK();
 }
 
-// Which algorithm a large allreduce takes is known to every rank before the call starts, so
-// that the pipeline needs no extra synchronisation: each call's descriptor from rank 0 carries
-// its plan for the next call of the same size class (bit 0), which every rank reads during
-// the call. A single copy starts by exchanging buffer tables; if one does not fit its slot
-// (bit 1 clear), that call takes the pipeline after all.
+// Which algorithm a large allreduce or allgather takes is known to every rank before the call
+// starts, so that the pipeline needs no extra synchronisation: each call's descriptor from
+// rank 0 carries its plan for the next call of the same kind and size class (bit 0), which
+// every rank reads during the call.
+Group::PlannedCall Group::PlanCall(size_t bytes, AlgorithmChoice* choice, const bool* planned,
+                                   SlotDesc* desc) {
+  PlannedCall call;
+  call.start = NowNs();
+  call.size_class = AlgorithmChoice::ClassOf(bytes);
+  call.always = options_.single_copy == Options::SingleCopy::kAlways;
+  call.measure = rank_ == 0 && !call.always;
+  call.single = call.always || planned[call.size_class];
+  desc->single_copy_flags = call.measure && choice->Next(bytes) == 1 ? 1u : 0u;
+  return call;
+}
+
+void Group::FinishPlannedCall(const PlannedCall& call, size_t bytes, AlgorithmChoice* choice,
+                              bool* planned, bool took_single, uint32_t rank0_flags) {
+  if (!call.always) planned[call.size_class] = (rank0_flags & 1u) != 0;
+  if (call.measure) choice->Record(bytes, took_single ? 1 : 0, NowNs() - call.start);
+}
+
+void Group::SetPeerTable(int j, const PeerSpan* table, size_t spans) {
+  peer_spans_[j].assign(table, table + spans);
+  peer_starts_[j].resize(spans);
+  int64_t at = 0;
+  for (size_t i = 0; i < spans; ++i) {
+    peer_starts_[j][i] = at;
+    at += peer_spans_[j][i].count;
+  }
+}
+
+// A single copy starts by exchanging buffer tables; if one does not fit its slot (bit 1
+// clear), that call takes the pipeline after all.
 Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size_t es,
                              tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
                              int64_t want_begin, int64_t want_end, double factor, int divisor) {
@@ -126,16 +155,11 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
     return AllreducePipelined(spans, count, es, dtype, op, desc, want_begin, want_end, factor,
                               divisor, nullptr);
   }
-  const int64_t start = NowNs();
-  const bool always = options_.single_copy == Options::SingleCopy::kAlways;
-  const bool measure = rank_ == 0 && !always;
-  const int size_class = AlgorithmChoice::ClassOf(bytes);
-  const bool tables = always || planned_single_[size_class];
-  bool single = tables;
   SlotDesc mine = desc;
-  mine.single_copy_flags = measure && allreduce_choice_->Next(bytes) == 1 ? 1u : 0u;
+  const PlannedCall call = PlanCall(bytes, allreduce_choice_, planned_allreduce_single_, &mine);
+  bool single = call.single;
   uint32_t rank0_flags = 0;
-  if (tables) {
+  if (call.single) {
     const int pos = NextSlot();
     SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
     const bool fits = spans.size() <= options_.chunk_bytes / sizeof(PeerSpan);
@@ -157,14 +181,7 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
     for (int j = 0; j < size_; ++j) single = single && (Desc(j, pos)->single_copy_flags & 2u) != 0;
     for (int j = 0; single && j < size_; ++j) {
       if (j == rank_) continue;
-      const PeerSpan* table = reinterpret_cast<const PeerSpan*>(SlotData(j, pos));
-      peer_spans_[j].assign(table, table + Desc(j, pos)->span_count);
-      peer_starts_[j].resize(peer_spans_[j].size());
-      int64_t at = 0;
-      for (size_t i = 0; i < peer_spans_[j].size(); ++i) {
-        peer_starts_[j][i] = at;
-        at += peer_spans_[j][i].count;
-      }
+      SetPeerTable(j, reinterpret_cast<const PeerSpan*>(SlotData(j, pos)), Desc(j, pos)->span_count);
     }
     // Every rank posts a later phase only after reading the tables above.
     slot_free_[static_cast<size_t>(pos)] = phase_ + 1;
@@ -172,11 +189,10 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
   Status s = single ? AllreduceSingleCopy(spans, count, es, dtype, op, want_begin, want_end,
                                           factor, divisor)
                     : AllreducePipelined(spans, count, es, dtype, op, mine, want_begin, want_end,
-                                         factor, divisor, tables ? nullptr : &rank0_flags);
+                                         factor, divisor, call.single ? nullptr : &rank0_flags);
   if (!s.ok()) return s;
-  if (!always) planned_single_[size_class] = (rank0_flags & 1u) != 0;
   if (single) ++single_copy_calls_;
-  if (measure) allreduce_choice_->Record(bytes, single ? 1 : 0, NowNs() - start);
+  FinishPlannedCall(call, bytes, allreduce_choice_, planned_allreduce_single_, single, rank0_flags);
   return s;
 }
 
@@ -284,8 +300,7 @@ Status Group::BroadcastSingleCopy(char* buffer, int64_t bytes, int root, const S
     SHM_RETURN_IF_ERROR(WaitAll(done));
   } else {
     Post(Counter(rank_), written);
-    peer_spans_[root].assign(1, *reinterpret_cast<const PeerSpan*>(SlotData(root, pos)));
-    peer_starts_[root].assign(1, 0);
+    SetPeerTable(root, reinterpret_cast<const PeerSpan*>(SlotData(root, pos)), 1);
     SHM_RETURN_IF_ERROR(ReadPeer(root, false, 0, pulled, 1, {{buffer, static_cast<size_t>(pulled)}}));
     SHM_RETURN_IF_ERROR(WaitFor(root, Counter(root), done, false));  // its writes have landed
     Post(Counter(rank_), done);
@@ -314,8 +329,7 @@ Status Group::AllgatherSingleCopy(char* output, const std::vector<int64_t>& byte
   *rank0_flags = Desc(0, pos)->single_copy_flags;
   for (int j = 0; j < size_; ++j) {
     if (j == rank_ || bytes[j] == 0) continue;
-    peer_spans_[j].assign(1, *reinterpret_cast<const PeerSpan*>(SlotData(j, pos)));
-    peer_starts_[j].assign(1, 0);
+    SetPeerTable(j, reinterpret_cast<const PeerSpan*>(SlotData(j, pos)), 1);
     SHM_RETURN_IF_ERROR(
         ReadPeer(j, false, 0, bytes[j], 1, {{output + offset[j], static_cast<size_t>(bytes[j])}}));
   }
