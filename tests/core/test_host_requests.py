@@ -1,7 +1,7 @@
 """tutti.numpy's way into the core (the CPython module tutti.common._host_requests) on 2 and
 3 ranks under MPI and Gloo (workers/host_requests.py): the arrays it accepts, a refused call
-that leaves no trace, the module's own argument errors, and an allreduce_ interrupted by
-Ctrl-C (its request kept until done, then released)."""
+that leaves no trace, the module's own argument errors, allreduce_async_'s short path, and
+an allreduce_ interrupted by Ctrl-C (its request kept until done, then released)."""
 
 import sys
 
@@ -20,7 +20,7 @@ def test_host_requests(controller, np_):
     assert result.returncode == 0, launch.describe(result)
     assert "FAIL" not in result.stdout, launch.describe(result)
     for rank in range(np_):
-        cases = 14 if rank == 0 else 13  # rank 0 also checks the interruption
+        cases = 17 if rank == 0 else 16  # rank 0 also checks the interruption
         assert "rank %d/%d: %d cases ok, 0 failed" % (rank, np_, cases) in result.stdout, \
             launch.describe(result)
         for line in (
@@ -32,6 +32,7 @@ def test_host_requests(controller, np_):
             "misuse: splits: splits, received_splits and result must be int32 arrays",
             "misuse: run_count: run_in_place() takes 9 arguments (2 given)",
             "misuse: run_arrays: arrays must be a list of arrays, not numpy.ndarray",
+            "in_place_async: an in-place operation needs a writeable array",
             "interrupted: ok",
         ):
             assert "rank %d: %s" % (rank, line) in result.stdout, launch.describe(result)

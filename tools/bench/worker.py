@@ -161,7 +161,7 @@ def fused(comm, config, groups, sessions, baton=INERT):
     whole = numpy.zeros(count * each // 4, dtype=numpy.float32)
     mpi = None
     results = {}
-    rounds = config["rounds"]
+    rounds = config["test_rounds"]
     for round_index in range(rounds):
         with baton.turn():
             for group in rotated(groups, round_index):
@@ -230,7 +230,7 @@ def fused(comm, config, groups, sessions, baton=INERT):
 def latency(comm, config, groups, sessions, baton=INERT):
     x = numpy.zeros(1, dtype=numpy.float32)
     results = {}
-    rounds = config["rounds"]
+    rounds = config["test_rounds"]
     for round_index in range(rounds):
         with baton.turn():
             for group in rotated(groups, round_index):

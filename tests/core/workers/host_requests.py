@@ -7,7 +7,11 @@
    consumes no number of an unnamed request and leaves no request pending; the next
    unnamed request still matches across ranks.
 3. misuse: the module's own argument checks raise TypeError with a message.
-4. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
+4. in_place_async: allreduce_async_ on a plain array (named, Sum, C-contiguous) returns a
+   handle whose result is that very array, holding the sum; a handle dropped unwaited still
+   completes and is released; a read-only array takes the general path and is refused
+   with its InvalidArgumentError.
+5. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
    KeyboardInterrupt; the request stays kept with its array, which holds the sum once
    the peer joins, and is released at the next call.
 Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
@@ -77,6 +81,26 @@ def misuse(check):
         say("rank %d: misuse: %s: %s" % (check.rank, label, message))
 
 
+def in_place_async(check):
+    size, rank = check.size, check.rank
+    x = np.full((4, 5), rank + 1, np.float32)
+    handle = hvd.allreduce_async_(x, op=hvd.Sum, name="async.plain")
+    result = hvd.synchronize(handle)
+    if result is not x:
+        check.fail("in_place_async.same", "synchronize returned %r, not the array" % type(result))
+    check.equal("in_place_async.sum", x, np.full((4, 5), sum(range(1, size + 1)), np.float32))
+    dropped = np.full(3, rank + 1, np.float64)
+    hvd.allreduce_async_(dropped, op=hvd.Average, name="async.dropped", postscale_factor=2.0)
+    hvd.barrier()  # after the dropped request on every rank: it is done
+    check.equal("in_place_async.dropped", dropped,
+                np.full(3, 2.0 * sum(range(1, size + 1)) / size, np.float64))
+    read_only = np.ones(2)
+    read_only.flags.writeable = False
+    message = check.expect_error("in_place_async.read_only", hvd.InvalidArgumentError,
+                                 lambda: hvd.allreduce_async_(read_only, name="async.ro"))
+    say("rank %d: in_place_async: %s" % (rank, message))
+
+
 def interrupted(check):
     x = np.full(3, check.rank + 1, np.float64)
     kept = _host_requests.abandoned_count()
@@ -104,6 +128,7 @@ def main():
     arrays(check)
     refused(check)
     misuse(check)
+    in_place_async(check)
     interrupted(check)
     hvd.shutdown()
     return check.report()

@@ -109,23 +109,47 @@ def run(collective, kind, name, process_set, arrays, op, prescale, postscale):
                   basics.core_reduce_op(op), prescale, postscale)
 
 
-def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, process_set):
-    """run() of one array, when nothing needs converting or checking in Python: a named
-    request on the global set, a ReduceOp other than Adasum, float factors, a C-contiguous
-    writeable ndarray. False, having done nothing, otherwise; the general path then gives
-    every error its message. Why: after an idle spell each Python function a call runs
-    costs tens of microseconds on small VMs."""
+def _plain(array, name, op, prescale, postscale, process_set):
+    """Whether an in-place request on one array needs no conversion or check in Python: a
+    named request on the global set, a ReduceOp other than Adasum, float factors, a
+    C-contiguous writeable ndarray. The short paths below take such requests straight to
+    the native calls; anything else takes the general path, which gives every error its
+    message. Why: after an idle spell each Python function a call runs costs tens of
+    microseconds on small VMs, and a gradient loop pays for each one per array."""
     if (type(name) is not str or not name or process_set is not _global_set
             or type(prescale) is not float or type(postscale) is not float
             or type(op) is not ReduceOp or op is ReduceOp.Adasum
             or type(array) is not numpy.ndarray):
         return False
     flags = array.flags
-    if not (flags.c_contiguous and flags.writeable):
+    return flags.c_contiguous and flags.writeable
+
+
+def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, process_set):
+    """run() of one array when _plain(); False, having done nothing, otherwise."""
+    if not _plain(array, name, op, prescale, postscale, process_set):
         return False
     _run_in_place(collective, kind, name, core.GLOBAL_PROCESS_SET, [array],
                   basics.PLAIN_REDUCE_CODES[op], prescale, postscale)
     return True
+
+
+def submit_plain_in_place(collective, kind, array, name, op, prescale, postscale,
+                          process_set):
+    """submit() of one array in place when _plain() (and no run_blocking() is under way),
+    without the general path's argument resolution; the handle's result is `array`. None,
+    having done nothing, otherwise."""
+    if _this_thread.blocking or not _plain(array, name, op, prescale, postscale, process_set):
+        return None
+    arrays = [array]
+    op_code = basics.PLAIN_REDUCE_CODES[op]
+
+    def enqueue(user_data):
+        return _host_requests.submit(
+            name, kind, core.GLOBAL_PROCESS_SET, collective, arrays, arrays, False, op_code,
+            prescale, postscale, 0, None, None, None, user_data, -1.0)
+
+    return handles.submit(lambda allocated: array, arrays, enqueue)
 
 
 def _run_in_place(collective, kind, name, set_id, arrays, op_code, prescale, postscale):

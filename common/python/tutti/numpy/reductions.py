@@ -48,6 +48,10 @@ def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscal
                      process_set=global_process_set):
     """Starts an in-place allreduce of the C-contiguous numpy array `array`; returns a
     handle for synchronize()."""
+    handle = requests.submit_plain_in_place(core.ALLREDUCE, "allreduce", array, name, op,
+                                            prescale_factor, postscale_factor, process_set)
+    if handle is not None:
+        return handle
     requests.check_in_place(array)
     arrays = [array]  # one list as inputs and outputs: in place
     return _reduce_async(core.ALLREDUCE, "allreduce", arrays, arrays, op, name,
