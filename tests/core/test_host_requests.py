@@ -1,7 +1,8 @@
 """tutti.numpy's way into the core (the CPython module tutti.common._host_requests) on 2 and
 3 ranks under MPI and Gloo (workers/host_requests.py): the arrays it accepts, a refused call
 that leaves no trace, the module's own argument errors, allreduce_async_'s short path, and
-an allreduce_ interrupted by Ctrl-C (its request kept until done, then released)."""
+an allreduce_ interrupted by Ctrl-C (its request kept until done, then released); with the
+single copy forced on or off, the counter of collectives that took it."""
 
 import sys
 
@@ -12,17 +13,28 @@ import launch
 WORKER = launch.worker("workers/host_requests.py")
 
 
-@pytest.mark.parametrize("np_", [2, 3])
-@pytest.mark.parametrize("controller", ["mpi", "gloo"])
-def test_host_requests(controller, np_):
-    result = launch.run_ranks(np_, [sys.executable, WORKER], controller=controller)
+@pytest.mark.parametrize("np_,controller,single_copy", [
+    (2, "mpi", None), (3, "mpi", None), (2, "gloo", None), (3, "gloo", None),
+    (2, "mpi", "on"), (3, "gloo", "on"), (2, "gloo", "off"),
+])
+def test_host_requests(np_, controller, single_copy):
+    env = None
+    if single_copy is not None:
+        env = {"TUTTI_SHM_SINGLE_COPY": single_copy,
+               "TUTTI_TEST_SINGLE_COPY": "1" if launch.kernel_allows_single_copy() else "0"}
+    result = launch.run_ranks(np_, [sys.executable, WORKER], controller=controller, env=env)
     print(result.stdout)
     assert result.returncode == 0, launch.describe(result)
     assert "FAIL" not in result.stdout, launch.describe(result)
     for rank in range(np_):
         cases = 17 if rank == 0 else 16  # rank 0 also checks the interruption
+        cases += single_copy is not None  # the 4 MiB sum
         assert "rank %d/%d: %d cases ok, 0 failed" % (rank, np_, cases) in result.stdout, \
             launch.describe(result)
+        if single_copy is not None:
+            took = 1 if single_copy == "on" and env["TUTTI_TEST_SINGLE_COPY"] == "1" else 0
+            assert "rank %d: single_copy_counter: %s: %d" % (rank, single_copy, took) \
+                in result.stdout, launch.describe(result)
         for line in (
             "arrays: an in-place operation needs a writeable array",
             "refused: tutti does not support dtype complex64; supported: uint8, int8",

@@ -1,7 +1,7 @@
 """tools/bench end to end: every implementation on 2 ranks at two sizes (--quick), then checks
 that the JSON holds every cell, that tutti's submission time is part of each 100-tensor
-call (one call per tensor and one grouped call), and that the report names what it
-measured."""
+call (one call per tensor and one grouped call), that tutti's cells count their single
+copies, and that the report names what it measured."""
 
 import json
 import os
@@ -38,6 +38,14 @@ def test_quick_run_on_two_ranks_covers_every_cell(tmp_path):
             for impl in IMPLS:
                 row = cells[(collective, size, impl)]
                 assert row["samples_s"] and min(row["samples_s"]) > 0, row
+                # Below 1 MiB no call takes shared memory's single copy, and tutti's rows
+                # say so (the counter shm_single_copy_calls); other libraries' rows have no
+                # such count.
+                if impl.startswith("tutti-"):
+                    assert row["single_copy_calls"] == 0, row
+                else:
+                    assert "single_copy_calls" not in row, row
+    assert "single copy" in result.stdout, launch.describe(result)
 
     fused = {r["impl"]: r for r in run["fused"]}
     grouped = [i + "-grouped" for i in IMPLS if i.startswith("tutti-")]

@@ -180,6 +180,16 @@ def _submit_then_wait(hvd, bufs, prefix):
     return submitted
 
 
+def single_copy_calls(impl):
+    """For tutti's implementations, the running session's count of collectives that took
+    shared memory's single copy (counter shm_single_copy_calls); None for the others."""
+    if not isinstance(impl, (TuttiNumpy, TuttiTorch)):
+        return None
+    import tutti.common
+
+    return tutti.common.counters()["shm_single_copy_calls"]
+
+
 def as_numpy(result):
     """A numpy view of a result returned by any implementation (for verification)."""
     if isinstance(result, numpy.ndarray):

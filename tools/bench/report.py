@@ -207,6 +207,13 @@ def _x(ratio):
     return "-" if ratio is None else "%.2fx" % ratio
 
 
+def _single_copy_share(row):
+    """"k/n": k of the row's n timed calls took the single copy ("" for other libraries)."""
+    if "single_copy_calls" not in row:
+        return ""
+    return "%d/%d" % (row["single_copy_calls"], len(row["samples_s"]) * row["calls_per_sample"])
+
+
 def _table(header, rows):
     widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(str(c).rjust(w) if i else str(c).ljust(w)
@@ -248,17 +255,22 @@ def render(doc):
             rows.sort(key=lambda r: (r["bytes"], run["impls"].index(r["impl"])))
             out.append("")
             out.append("%s, %d ranks" % (collective, n))
+            # tutti's timed calls that took shared memory's single copy (runs since it
+            # has a counter): which algorithm the figure is of.
+            counted = any("single_copy_calls" in r for r in rows)
             table, last = [], None
             for r in rows:
                 table.append([format_size(r["bytes"]) if r["bytes"] != last else "", r["impl"],
                               format_time(r["median_s"]), "%.3f" % r["algbw_GBps"],
                               "%.3f" % r["busbw_GBps"], _x(r["vs_mpi4py"]),
                               _x(r["vs_torch_gloo"])] + ([_x(r.get("vs_horovod"))]
-                                                         if peers else []))
+                                                         if peers else [])
+                             + ([_single_copy_share(r)] if counted else []))
                 last = r["bytes"]
             out.append(_table(["size", "impl", "median", "algbw GB/s", "busbw GB/s",
                                "vs mpi4py", "vs torch-gloo"]
-                              + (["vs horovod"] if peers else []), table))
+                              + (["vs horovod"] if peers else [])
+                              + (["single copy"] if counted else []), table))
         fused = run.get("fused", [])
         if fused:
             out.append("")

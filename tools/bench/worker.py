@@ -143,11 +143,16 @@ def sweep_turn(comm, config, groups, sessions, size, x, out, plans, rows, rotati
                         config["cell_budget_s"])
                     plans[key] = (calls, -(-count // rounds))
                 calls, share = plans[key]
+                before = impl_mod.single_copy_calls(impl)
                 times = measure.samples(comm, call, share, calls)
                 if comm.rank == 0:
-                    rows.setdefault((collective, size, impl.name), {
+                    row = rows.setdefault((collective, size, impl.name), {
                         "collective": collective, "bytes": size, "impl": impl.name,
-                        "calls_per_sample": calls, "samples_s": []})["samples_s"] += times
+                        "calls_per_sample": calls, "samples_s": []})
+                    row["samples_s"] += times
+                    if before is not None:  # which of tutti's shared-memory algorithms ran
+                        row["single_copy_calls"] = (row.get("single_copy_calls", 0)
+                                                    + impl_mod.single_copy_calls(impl) - before)
 
 
 # ---- 100 small tensors submitted at once ----

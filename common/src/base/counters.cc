@@ -16,6 +16,7 @@ const char* const kCounterNames[kCounterCount] = {
     "stall_warnings",
     "caller_cycles",
     "follow_up_cycles",
+    "shm_single_copy_calls",
     "cycle_time_us",
     "fusion_threshold_bytes",
     "cache_enabled",

@@ -22,6 +22,7 @@ enum Counter : int {
   kStallWarnings,       // stall reports logged
   kCallerCycles,        // cycles run by a thread inside tutti_run, not the core's thread
   kFollowUpCycles,      // cycles opened at once for requests in flight (Context::FollowUpDue)
+  kShmSingleCopyCalls,  // shared-memory collectives that took the single copy (Transport)
   // Settings in force (gauges).
   kCycleTimeMicros,
   kFusionThresholdBytes,

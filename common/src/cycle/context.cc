@@ -403,6 +403,7 @@ void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
   }
   last_cycle_worked_.store(!order.empty(), std::memory_order_relaxed);
   ExecuteAll(order, negotiated_at);
+  if (!order.empty()) counters_.Set(kShmSingleCopyCalls, transport_->SingleCopyCalls());
   if (autotune_) SampleAutotune(order);
   UpdateCache(order);
   if (!negotiated.tuning.empty()) ApplyTuning(negotiated.tuning);

@@ -113,6 +113,9 @@ class SharedMemoryTransport : public Transport {
   void RemoveProcessSet(int32_t id) override {
     auto it = plans_.find(id);
     if (it != plans_.end() && it->second.hierarchical) inner_->RemoveProcessSet(LeadersSetId(id));
+    if (it != plans_.end() && it->second.group) {
+      retired_single_copy_calls_ += static_cast<int64_t>(it->second.group->single_copy_calls());
+    }
     plans_.erase(id);
     inner_->RemoveProcessSet(id);
   }
@@ -193,6 +196,14 @@ class SharedMemoryTransport : public Transport {
   void* FusionBuffer(int32_t set, size_t bytes) override {
     SetPlan* plan = Local(set);
     return plan != nullptr ? plan->group->ScratchBuffer(bytes) : nullptr;
+  }
+
+  int64_t SingleCopyCalls() const override {
+    int64_t calls = retired_single_copy_calls_;
+    for (const auto& item : plans_) {
+      if (item.second.group) calls += static_cast<int64_t>(item.second.group->single_copy_calls());
+    }
+    return calls;
   }
 
   void Abort() override {
@@ -300,6 +311,7 @@ class SharedMemoryTransport : public Transport {
   std::string token_;       // names this job's segments
   std::vector<int> hosts_;  // host index of every rank
   std::map<int32_t, SetPlan> plans_;
+  int64_t retired_single_copy_calls_ = 0;  // of the groups of removed process sets
   std::vector<uint64_t> flag_words_;  // every rank's flags, reused
 };
 

@@ -103,6 +103,10 @@ class Transport {
     return nullptr;
   }
 
+  // Collectives so far that moved their data straight between the ranks' buffers with one
+  // kernel copy (shared memory's single copy) instead of through a segment or the network.
+  virtual int64_t SingleCopyCalls() const { return 0; }
+
   // Called once, on the background thread, when a transport failure ended the loop: drops
   // every connection and raises every abort flag at once, so that peers blocked on this rank
   // fail now instead of at their timeout and the failure reaches every survivor. Nothing is

@@ -11,7 +11,10 @@
    handle whose result is that very array, holding the sum; a handle dropped unwaited still
    completes and is released; a read-only array takes the general path and is refused
    with its InvalidArgumentError.
-5. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
+5. single_copy_counter: with TUTTI_SHM_SINGLE_COPY=on (and TUTTI_TEST_SINGLE_COPY=1: the
+   kernel permits it), a 4 MiB allreduce_ takes the single copy and the counter
+   shm_single_copy_calls counts it; with TUTTI_SHM_SINGLE_COPY=off it stays 0.
+6. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
    KeyboardInterrupt; the request stays kept with its array, which holds the sum once
    the peer joins, and is released at the next call.
 Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
@@ -101,6 +104,22 @@ def in_place_async(check):
     say("rank %d: in_place_async: %s" % (rank, message))
 
 
+def single_copy_counter(check):
+    mode = os.environ.get("TUTTI_SHM_SINGLE_COPY")
+    if mode not in ("on", "off"):
+        return
+    before = hvd.counters()["shm_single_copy_calls"]
+    x = np.full(1 << 20, check.rank + 1, np.float32)
+    hvd.allreduce_(x, op=hvd.Sum, name="single_copy.4MiB")
+    check.equal("single_copy.sum", x, np.full(1 << 20, sum(range(1, check.size + 1)), np.float32))
+    took = hvd.counters()["shm_single_copy_calls"] - before
+    expected = 1 if mode == "on" and os.environ.get("TUTTI_TEST_SINGLE_COPY") == "1" else 0
+    if took != expected:
+        check.fail("single_copy.counter", "shm_single_copy_calls rose by %d, expected %d (mode %s)"
+                   % (took, expected, mode))
+    say("rank %d: single_copy_counter: %s: %d" % (check.rank, mode, took))
+
+
 def interrupted(check):
     x = np.full(3, check.rank + 1, np.float64)
     kept = _host_requests.abandoned_count()
@@ -129,6 +148,7 @@ def main():
     refused(check)
     misuse(check)
     in_place_async(check)
+    single_copy_counter(check)
     interrupted(check)
     hvd.shutdown()
     return check.report()

@@ -27,7 +27,9 @@ def counters():
     cache_misses, cache_invalidations, requests_done, allreduce_collectives, fused_tensors,
     fused_bytes, allreduce_bytes, stall_warnings, caller_cycles (cycles run by a blocking
     call on its own thread), follow_up_cycles (cycles opened at once for requests in flight
-    here, instead of after the cycle time), and the settings in force
+    here, instead of after the cycle time), shm_single_copy_calls (shared-memory
+    collectives that moved their data between the ranks' buffers with one kernel copy
+    instead of through the segment; docs/architecture.md), and the settings in force
     (cycle_time_us, fusion_threshold_bytes, cache_enabled, autotune_samples,
     autotune_converged)."""
     count = core.lib.tutti_counter_count()
