@@ -10,8 +10,11 @@
 // Sizes fall into classes by their power of two. A class first tries each algorithm twice
 // (the first time of each only warms it up: its page faults and cold caches say nothing
 // about the next calls), then takes the one with the lower recent time per byte (the
-// median of its last three samples since it was last tried); every `interval` calls it
-// tries the other again, so a change of phase is noticed. The interval doubles (up to
+// median of its last three samples since it was last tried, the lower of two); every
+// `interval` calls it tries the other again for kTryCalls calls in a row, so a change of
+// phase is noticed. The faster of a try's calls counts: the first often pays for what the
+// other algorithm left behind (its memory in the caches) or for a peer that came late, and
+// such a sample alone could confirm a wrong choice for many calls. The interval doubles (up to
 // kMaxInterval; quadruples when the tried one was over 1.5x slower) while those tries
 // confirm the choice and drops back to kMinInterval whenever the choice changes, so a
 // stable machine pays for a try rarely. Slower samples of the chosen algorithm raise its
@@ -37,6 +40,7 @@ class AlgorithmChoice {
  public:
   static constexpr int kMinInterval = 8;
   static constexpr int kMaxInterval = 64;
+  static constexpr int kTryCalls = 2;
 
   // The size class of `bytes`: its power of two, 0-63.
   static int ClassOf(size_t bytes) {
@@ -50,11 +54,17 @@ class AlgorithmChoice {
     Class& c = classes_[ClassOf(bytes)];
     if (c.recent[0].count == 0) return 0;
     if (c.recent[1].count == 0) return 1;
+    if (c.try_calls_to_plan > 0) {  // the rest of a try
+      --c.try_calls_to_plan;
+      return 1 - c.best_before_try;
+    }
     const int best = c.Best();
     if (++c.since_try >= c.interval) {
       c.since_try = 0;
       c.trying = true;
       c.best_before_try = best;
+      c.try_calls_to_plan = kTryCalls - 1;
+      c.try_calls_to_record = kTryCalls;
       return 1 - best;
     }
     return best;
@@ -71,11 +81,11 @@ class AlgorithmChoice {
       w.warm = true;
       return;
     }
-    if (tried) w.count = 0;  // older samples may be many calls stale
+    if (tried && c.try_calls_to_record == kTryCalls) w.count = 0;  // older ones may be stale
     w.samples[w.next] = per_byte;
     w.next = (w.next + 1) % kWindow;
     if (w.count < kWindow) ++w.count;
-    if (tried) {
+    if (tried && --c.try_calls_to_record == 0) {  // the try is complete: judge it
       c.trying = false;
       if (c.Best() == best_before) {  // confirmed; by a wide margin, the next try can wait longer
         const bool wide = c.recent[algorithm].Median() > 1.5 * c.recent[best_before].Median();
@@ -97,6 +107,8 @@ class AlgorithmChoice {
  private:
   // The last kWindow samples of one algorithm; their median is its estimate, so that one
   // outlier (a preempted rank) moves nothing and a lasting change shows at its second sample.
+  // Outliers are slow ones (no call takes less than its work), so of two samples the lower
+  // counts.
   static constexpr int kWindow = 3;
   struct Window {
     double samples[kWindow] = {0, 0, 0};
@@ -105,10 +117,10 @@ class AlgorithmChoice {
     double Median() const {
       if (count == 0) return 0;
       if (count == 1) return samples[(next + kWindow - 1) % kWindow];
-      if (count == 2) {  // the newer two: the larger, so one low outlier cannot flip a choice
+      if (count == 2) {
         const double a = samples[(next + kWindow - 1) % kWindow];
         const double b = samples[(next + kWindow - 2) % kWindow];
-        return a > b ? a : b;
+        return a < b ? a : b;
       }
       const double a = samples[0], b = samples[1], c = samples[2];
       return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
@@ -120,6 +132,8 @@ class AlgorithmChoice {
     int since_try = 0;
     bool trying = false;
     int best_before_try = 0;
+    int try_calls_to_plan = 0;    // calls of the other algorithm that Next still returns
+    int try_calls_to_record = 0;  // samples of the try that Record still expects
     int Best() const { return recent[1].Median() < recent[0].Median() ? 1 : 0; }
   };
 

@@ -184,7 +184,8 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
     SHM_RETURN_IF_ERROR(WaitAll(r.written));
     if (k == 0) {
       SHM_RETURN_IF_ERROR(CheckDescs(r.pos, desc, "allreduce"));
-      if (rank0_flags != nullptr) *rank0_flags = Desc(0, r.pos)->single_copy_flags;
+      const uint32_t flags = AllArrived(r.pos);
+      if (rank0_flags != nullptr) *rank0_flags = flags;
     }
     int64_t b, e;
     slice(elems(k), rank_, &b, &e);
@@ -565,7 +566,7 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
     SHM_RETURN_IF_ERROR(WaitAll(written));
     if (lo == 0) {
       SHM_RETURN_IF_ERROR(CheckAllgatherDescs(pos, desc, bytes));
-      rank0_flags = Desc(0, pos)->single_copy_flags;
+      rank0_flags = AllArrived(pos);
     }
     for (int j = 0; j < size_; ++j) {
       if (j == rank_) continue;

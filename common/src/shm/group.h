@@ -232,12 +232,15 @@ class Group {
     bool always = false;   // SingleCopy::kAlways: the single copy, no plan
     bool measure = false;  // rank 0 in kAuto: plans the next call and times this one
     bool single = false;   // this call takes the single copy
-    int64_t start = 0;
   };
   PlannedCall PlanCall(size_t bytes, AlgorithmChoice* choice, const bool* planned,
                        SlotDesc* desc);
   void FinishPlannedCall(const PlannedCall& call, size_t bytes, AlgorithmChoice* choice,
                          bool* planned, bool took_single, uint32_t rank0_flags);
+  // Every rank has arrived at the current planned call (their descriptors are in slot `pos`):
+  // rank 0 times the call from here, so that a peer's late arrival is not counted against
+  // the algorithm that happened to run; returns rank 0's plan flags.
+  uint32_t AllArrived(int pos);
   // Rank j's buffer table for the current call (its spans and their first elements).
   void SetPeerTable(int j, const PeerSpan* table, size_t spans);
   // A large allreduce: the ranks agree on the pipeline or the single copy (single_copy.cc).
@@ -295,6 +298,8 @@ class Group {
   AlgorithmChoice* allreduce_choice_ = nullptr;  // shared by the process's groups of this size
   AlgorithmChoice* broadcast_choice_ = nullptr;
   AlgorithmChoice* allgather_choice_ = nullptr;
+  bool timing_call_ = false;     // rank 0: the planned call's arrival is still to be noted
+  int64_t call_arrived_ns_ = 0;  // when it was (or, until then, when the call started)
   bool planned_allreduce_single_[64] = {};  // per size class: rank 0's plan for the next one
   bool planned_allgather_single_[64] = {};  // and for the next allgather
   std::vector<std::vector<PeerSpan>> peer_spans_;

@@ -120,19 +120,29 @@ Status Group::ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
 Group::PlannedCall Group::PlanCall(size_t bytes, AlgorithmChoice* choice, const bool* planned,
                                    SlotDesc* desc) {
   PlannedCall call;
-  call.start = NowNs();
   call.size_class = AlgorithmChoice::ClassOf(bytes);
   call.always = options_.single_copy == Options::SingleCopy::kAlways;
   call.measure = rank_ == 0 && !call.always;
   call.single = call.always || planned[call.size_class];
   desc->single_copy_flags = call.measure && choice->Next(bytes) == 1 ? 1u : 0u;
+  timing_call_ = call.measure;
+  call_arrived_ns_ = NowNs();
   return call;
+}
+
+uint32_t Group::AllArrived(int pos) {
+  if (timing_call_) {
+    call_arrived_ns_ = NowNs();
+    timing_call_ = false;
+  }
+  return Desc(0, pos)->single_copy_flags;
 }
 
 void Group::FinishPlannedCall(const PlannedCall& call, size_t bytes, AlgorithmChoice* choice,
                               bool* planned, bool took_single, uint32_t rank0_flags) {
   if (!call.always) planned[call.size_class] = (rank0_flags & 1u) != 0;
-  if (call.measure) choice->Record(bytes, took_single ? 1 : 0, NowNs() - call.start);
+  if (call.measure) choice->Record(bytes, took_single ? 1 : 0, NowNs() - call_arrived_ns_);
+  timing_call_ = false;
 }
 
 void Group::SetPeerTable(int j, const PeerSpan* table, size_t spans) {
@@ -177,7 +187,7 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
     Post(Counter(rank_), ready);
     SHM_RETURN_IF_ERROR(WaitAll(ready));
     SHM_RETURN_IF_ERROR(CheckDescs(pos, mine, "allreduce"));
-    rank0_flags = Desc(0, pos)->single_copy_flags;
+    rank0_flags = AllArrived(pos);
     for (int j = 0; j < size_; ++j) single = single && (Desc(j, pos)->single_copy_flags & 2u) != 0;
     for (int j = 0; single && j < size_; ++j) {
       if (j == rank_) continue;
@@ -326,7 +336,7 @@ Status Group::AllgatherSingleCopy(char* output, const std::vector<int64_t>& byte
   Post(Counter(rank_), written);
   SHM_RETURN_IF_ERROR(WaitAll(written));
   SHM_RETURN_IF_ERROR(CheckAllgatherDescs(pos, desc, bytes));
-  *rank0_flags = Desc(0, pos)->single_copy_flags;
+  *rank0_flags = AllArrived(pos);
   for (int j = 0; j < size_; ++j) {
     if (j == rank_ || bytes[j] == 0) continue;
     SetPeerTable(j, reinterpret_cast<const PeerSpan*>(SlotData(j, pos)), 1);
