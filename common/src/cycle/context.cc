@@ -403,7 +403,6 @@ void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
   }
   last_cycle_worked_.store(!order.empty(), std::memory_order_relaxed);
   ExecuteAll(order, negotiated_at);
-  if (!order.empty()) counters_.Set(kShmSingleCopyCalls, transport_->SingleCopyCalls());
   if (autotune_) SampleAutotune(order);
   UpdateCache(order);
   if (!negotiated.tuning.empty()) ApplyTuning(negotiated.tuning);
@@ -508,6 +507,8 @@ void Context::Complete(const PendingOp& op, const Status& status) {
   // failures (bad arguments, mismatches) leave the job usable.
   if (status.code() == TUTTI_ERR_ABORTED && transport_failure_.ok()) transport_failure_ = status;
   counters_.Add(kRequestsDone);
+  // Before the completion wakes a caller who may read it.
+  counters_.Set(kShmSingleCopyCalls, transport_->SingleCopyCalls());
   op.Complete(status);
 }
 
