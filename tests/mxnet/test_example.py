@@ -32,5 +32,6 @@ def test_synthetic_benchmark_runs_every_phase():
     assert result.returncode == 0, describe(result)
     for line in ("tutti DistributedTrainer, 2 ranks:", "tutti DistributedTrainer, 1 rank:",
                  "MXNet kvstore='local', 1 process, 2 ctxs:", "scaling efficiency",
-                 "tutti 2 ranks / MXNet local kvstore:"):
+                 "tutti 2 ranks / MXNet local kvstore:", "tutti / compute-only bound:",
+                 "tutti / the bound as the sum of the ranks' own rates"):
         assert line in result.stdout, describe(result)

@@ -48,4 +48,5 @@ def test_synthetic_benchmark_runs():
                                   "4", "--num-iters", "2", "--num-batches-per-iter", "1",
                                   "--num-warmup-batches", "1"], "mpi", timeout=180)
     _assert_ok(result, "1 rank alone:", "tutti DistributedOptimizer:", "torch DDP (gloo):",
-               "tutti / DDP throughput:")
+               "tutti / DDP throughput:", "compute-only bound:",
+               "compute-only bound as the sum of the ranks' own medians")

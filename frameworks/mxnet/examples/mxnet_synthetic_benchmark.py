@@ -20,7 +20,8 @@ Phases, all in the same job:
      process, each context taking one rank's batch (the baseline MXNet users would
      otherwise use on one machine).
 Rank 0 prints images/s of each phase (mean +- 1.96 standard deviations over the
-iterations), the scaling efficiency (phase 1 / (N x phase 2)), the ratio of phase 1 to
+iterations; a job's images/s in an iteration are all its ranks' images over the time until
+the slowest rank finished), the scaling efficiency (phase 1 / (N x phase 2)), the ratio of phase 1 to
 phase 3, the efficiency against the compute-only bound and tutti / Horovod. Each rank,
 and each context of phase 3, gets one engine worker thread and one
 OpenMP thread (MXNET_CPU_WORKER_NTHREADS=1, OMP_NUM_THREADS=1 unless set), so N ranks fit
@@ -242,6 +243,16 @@ def run_as_compute_peer(args, optimizer):
     return 0
 
 
+def job_rates(rates, name):
+    """The job's images/s per iteration: every rank's images over the time until the slowest
+    rank finished (the ranks start each iteration together and train the same number of
+    images, so: ranks x the slowest rank's rate). A rank that finishes early leaves the
+    machine to the others for the rest of the iteration; the sum of the ranks' own rates
+    would count that, which no synchronous job can have."""
+    slowest = hvd.allreduce(mx.nd.array(rates, dtype="float64"), op=hvd.Min, name=name)
+    return slowest.asnumpy() * hvd.size()
+
+
 def run_as_peer(args, optimizer, compression):
     """Horovod's job: phase 1 with Horovod's DistributedTrainer, then the figures to the
     coordinating rank."""
@@ -254,8 +265,7 @@ def run_as_peer(args, optimizer, compression):
         [mx.cpu()], seed=hvd.rank())}
     baton.ready()
     rates = distributed_phase(args, steps, baton)[job]
-    total = hvd.allreduce(mx.nd.array(rates, dtype="float64"), op=hvd.Sum,
-                          name="bench.total").asnumpy()
+    total = job_rates(rates, "bench.total")
     if hvd.rank() == 0:
         import horovod
 
@@ -295,7 +305,7 @@ def main():
         baton = peers.Baton(directory, "tutti", rank, barrier)
 
     # 1. All ranks: tutti and the compute-only bound. Every rank's rate is its own
-    # images/s; the job's is their sum.
+    # images/s; the job's is job_rates() (and, for comparison, the bound as their sum).
     steps = {"tutti": make_step(args, lambda params: hvd.DistributedTrainer(
         params, *optimizer, compression=compression, num_groups=args.num_groups),
         [mx.cpu()], seed=rank),
@@ -305,15 +315,15 @@ def main():
         baton.ready()
     phase1 = distributed_phase(args, steps, baton)
     distributed = phase1["tutti"]
-    total = hvd.allreduce(mx.nd.array(distributed, dtype="float64"), op=hvd.Sum,
-                          name="bench.total").asnumpy()
-    bound = hvd.allreduce(mx.nd.array(phase1["compute-only"], dtype="float64"), op=hvd.Sum,
-                          name="bench.bound").asnumpy()
+    total = job_rates(distributed, "bench.total")
+    bound = job_rates(phase1["compute-only"], "bench.bound")
+    bound_sum = hvd.allreduce(mx.nd.array(phase1["compute-only"], dtype="float64"), op=hvd.Sum,
+                              name="bench.bound_sum").asnumpy()
     peer_totals, compute_job = {}, None
     if horovod is not None:
         for job, peer in horovod.finish().items():
             if isinstance(peer, list):  # the compute-only job: each rank's rates
-                compute_job = np.sum([np.array(r["rates"]) for r in peer], axis=0)
+                compute_job = len(peer) * np.min([np.array(r["rates"]) for r in peer], axis=0)
             else:
                 peer_totals[job] = (np.array(peer["total"]), peer["version"])
 
@@ -350,6 +360,8 @@ def main():
               % (size, total.mean() / local.mean()))
         print("compute-only bound, %d ranks:                %s" % (size, summary(bound)))
         print("tutti / compute-only bound:                  %.3f" % (total.mean() / bound.mean()))
+        print("tutti / the bound as the sum of the ranks' own rates (each rank timed to its "
+              "own end): %.3f" % (total.mean() / bound_sum.mean()))
         if compute_job is not None:
             print("compute-only job (no communication library): %s" % summary(compute_job))
             print("tutti / compute-only job:                    %.3f"

@@ -15,7 +15,10 @@ Every rank runs one compute thread (torch.set_num_threads(1)). The run has three
    machine's own contention between the ranks is not counted against the others), taking
    turns (the order rotates each iteration) so that all see the same machine load;
 3. a summary: images/s per rank (median and quartiles over the iterations), the job's
-   total (sum of the ranks' medians), tutti / DDP, the efficiency against the
+   total (median over the iterations of all ranks' images over the time until the last
+   rank finished: the ranks start each iteration together, and a rank that finishes
+   early leaves the machine to the others, which a synchronous job never does), tutti /
+   DDP, the efficiency against the
    compute-only bound (total / compute-only total) and the scaling efficiency =
    total / (ranks x the baseline's images/s; median of its iterations, mean of before
    and after).
@@ -272,13 +275,24 @@ def run_as_compute_peer(args):
 
 def summary(args, label, rates):
     """This rank's median images/s and the 25th-75th percentile range over the timed
-    iterations (medians resist the bursts of other load on a shared machine), and the
-    job's total: the sum of the ranks' medians."""
+    iterations (medians resist the bursts of other load on a shared machine), the job's
+    total and, for comparison, the sum of the ranks' medians."""
     quartiles = statistics.quantiles(rates, n=4) if len(rates) > 1 else [rates[0]] * 3
     median = statistics.median(rates)
-    total = hvd.allreduce(torch.tensor(median, dtype=torch.float64), op=hvd.Sum,
-                          name="total." + label).item()
-    return median, (quartiles[0], quartiles[2]), total
+    slowest = hvd.allreduce(torch.tensor(rates, dtype=torch.float64), op=hvd.Min,
+                            name="slowest." + label).tolist()
+    medians = hvd.allreduce(torch.tensor(median, dtype=torch.float64), op=hvd.Sum,
+                            name="total." + label).item()
+    return median, (quartiles[0], quartiles[2]), job_total(slowest, hvd.size()), medians
+
+
+def job_total(slowest, ranks):
+    """The job's images/s: per iteration, every rank's images over the time until the
+    slowest rank finished (they started together and train the same number of images, so
+    that is `ranks` x the slowest rank's rate), median over the iterations. A rank that
+    finishes early leaves the machine to the others for the rest of the iteration; the
+    sum of the ranks' own rates would count that, which no synchronous job can have."""
+    return ranks * statistics.median(slowest)
 
 
 NAMES = {"tutti": "tutti DistributedOptimizer", "ddp": "torch DDP (gloo)",
@@ -357,7 +371,9 @@ def main():
             if isinstance(peer, list):  # the compute-only job: each rank's rates
                 medians = [statistics.median(rank_result["rates"]) for rank_result in peer]
                 quartiles = statistics.quantiles(peer[0]["rates"], n=4)
-                results[job] = (medians[0], (quartiles[0], quartiles[2]), sum(medians))
+                slowest = [min(r) for r in zip(*(rank_result["rates"] for rank_result in peer))]
+                results[job] = (medians[0], (quartiles[0], quartiles[2]),
+                                job_total(slowest, len(peer)), sum(medians))
             else:
                 results[job] = tuple(peer["figures"])
                 peer_versions[job] = peer["version"]
@@ -375,7 +391,7 @@ def report(args, size, controller, alone, results, peer_versions):
     bound = results.get("compute-only")
     order = ["tutti", "ddp", "horovod-mpi", "horovod-gloo", "compute-only", "compute-only-job"]
     for label in [name for name in order if name in results]:
-        median, (low, high), total = results[label]
+        median, (low, high), total, _ = results[label]
         line = "%-28s %.1f img/s per rank (%.1f-%.1f), total %.1f img/s" % (
             NAMES[label] + ":", median, low, high, total)
         if bound and not label.startswith("compute-only"):
@@ -388,6 +404,10 @@ def report(args, size, controller, alone, results, peer_versions):
         print("share of the compute-only job (no communication library in the processes): "
               + ", ".join("%s %.3f" % (label, results[label][2] / job[2]) for label in order
                           if label in results and label != "compute-only-job"), flush=True)
+    if bound:
+        print("compute-only bound as the sum of the ranks' own medians (each rank timed to its "
+              "own end): %.1f img/s; tutti %.3f of it" % (bound[3], results["tutti"][2] / bound[3]),
+              flush=True)
     tutti_total = results["tutti"][2]
     for label, text in (("ddp", "DDP"), ("horovod-mpi", "Horovod (MPI)"),
                         ("horovod-gloo", "Horovod (Gloo)")):
@@ -400,8 +420,9 @@ def report(args, size, controller, alone, results, peer_versions):
                     "num_batches_per_iter": args.num_batches_per_iter,
                     "argv": sys.argv, "alone": alone, "peer_versions": peer_versions,
                     "loadavg_1m_after": os.getloadavg()[0],
-                    "results": {label: {"median": m, "quartiles": q, "total": t}
-                                for label, (m, q, t) in results.items()}}
+                    "results": {label: {"median": m, "quartiles": q, "total": t,
+                                        "sum_of_medians": s}
+                                for label, (m, q, t, s) in results.items()}}
         with open(args.json, "w") as stream:
             json.dump(document, stream, indent=1)
 
