@@ -458,6 +458,7 @@ void Context::ExecuteAll(const std::vector<Work*>& work, Clock::time_point negot
       for (const PendingOp* op : ops) timeline_.Span(op->meta.name, "queued", negotiated, now);
     }
     Status s = executor_.ExecuteFusedAllreduce(items[group[0]].process_set, ops);
+    NoteTransportCounters();
     // Last submitted first: a caller synchronizes its requests in the order it made them,
     // so it sleeps on the first until the whole group is done and wakes once. In order,
     // each completion woke it to find the next one not yet done (two context switches per
@@ -499,7 +500,14 @@ void Context::ExecuteOne(Work* work) {
     Complete(work->op, Status::Precondition(response.error));
     return;
   }
-  Complete(work->op, executor_.Execute(response, work->op));
+  const Status s = executor_.Execute(response, work->op);
+  NoteTransportCounters();
+  Complete(work->op, s);
+}
+
+void Context::NoteTransportCounters() {
+  // Once per collective, before its completions wake a caller who may read the counters.
+  counters_.Set(kShmSingleCopyCalls, transport_->SingleCopyCalls());
 }
 
 void Context::Complete(const PendingOp& op, const Status& status) {
@@ -507,8 +515,6 @@ void Context::Complete(const PendingOp& op, const Status& status) {
   // failures (bad arguments, mismatches) leave the job usable.
   if (status.code() == TUTTI_ERR_ABORTED && transport_failure_.ok()) transport_failure_ = status;
   counters_.Add(kRequestsDone);
-  // Before the completion wakes a caller who may read it.
-  counters_.Set(kShmSingleCopyCalls, transport_->SingleCopyCalls());
   op.Complete(status);
 }
 

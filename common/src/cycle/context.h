@@ -136,6 +136,8 @@ class Context {
   void ExecuteAll(const std::vector<Work*>& work, Clock::time_point negotiated);
   void ExecuteOne(Work* work);
   void Complete(const PendingOp& op, const Status& status);
+  // Copies the transport's own counts (single copies) into the counters.
+  void NoteTransportCounters();
   void UpdateCache(const std::vector<Work*>& work);
   void ApplyTuning(const std::vector<double>& tuning);
   void SampleAutotune(const std::vector<Work*>& work);

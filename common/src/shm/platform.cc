@@ -110,8 +110,9 @@ int64_t ReadPeerMemory(int64_t pid, const iovec* local, int local_count, const i
 
 int64_t WritePeerMemory(int64_t pid, const iovec* local, int local_count, const iovec* remote,
                         int remote_count) {
-  const ssize_t n = process_vm_writev(static_cast<pid_t>(pid), local, static_cast<unsigned long>(local_count),
-                                      remote, static_cast<unsigned long>(remote_count), 0);
+  const ssize_t n =
+      process_vm_writev(static_cast<pid_t>(pid), local, static_cast<unsigned long>(local_count),
+                        remote, static_cast<unsigned long>(remote_count), 0);
   return n < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(n);
 }
 

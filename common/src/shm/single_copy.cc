@@ -126,7 +126,7 @@ Group::PlannedCall Group::PlanCall(size_t bytes, AlgorithmChoice* choice, const 
   call.single = call.always || planned[call.size_class];
   desc->single_copy_flags = call.measure && choice->Next(bytes) == 1 ? 1u : 0u;
   timing_call_ = call.measure;
-  call_arrived_ns_ = NowNs();
+  if (call.measure) call_arrived_ns_ = NowNs();
   return call;
 }
 
