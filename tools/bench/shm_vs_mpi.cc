@@ -3,7 +3,8 @@
 // in the same mpirun launch, alternating blocks. Prints medians and ratios.
 // Build: bazel build //tools/bench:shm_vs_mpi
 // Run:   mpirun --allow-run-as-root -np 2 bazel-bin/tools/bench/shm_vs_mpi
-// SMALL_BYTES, CHUNK_BYTES and RING_SLOTS in the environment override the Group's options.
+// SMALL_BYTES, CHUNK_BYTES and RING_SLOTS in the environment override the Group's options;
+// FUSED_ONLY=1 skips the sweep and measures only the 100-tensor step.
 // Only the MPI C API (the C++ bindings need libmpi_cxx).
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -36,6 +37,17 @@ static double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// A permutation of 0..n-1 that depends only on `round` (the same on every rank), so that no
+// contender always follows the same one.
+static void Shuffle(int round, int* order, int n) {
+  for (int i = 0; i < n; ++i) order[i] = i;
+  uint32_t seed = 2654435761u * static_cast<uint32_t>(round + 1);
+  for (int i = n - 1; i > 0; --i) {
+    seed = seed * 1664525u + 1013904223u;
+    std::swap(order[i], order[(seed >> 8) % static_cast<uint32_t>(i + 1)]);
+  }
+}
+
 // A gradient step's worth of small tensors (100 x 40 KiB), three ways in one launch: packed
 // into the segment's scratch memory, reduced there and unpacked (what fusion did before
 // AllreduceSpans); AllreduceSpans straight from and to the tensors; and MPI_Allreduce of one
@@ -55,30 +67,56 @@ static void FusedStep(int rank, Group* group) {
     for (int i = 0; i < tensors; ++i) std::memcpy(grads[i].data(), scratch + i * each * 4, each * 4);
     return s;
   };
-  std::vector<double> pack_t, span_t, mpi_t;
-  for (int blk = 0; blk < 60; ++blk) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    int64_t t0 = NowNs();
-    CheckOk(packed());
-    pack_t.push_back((NowNs() - t0) / 1e3);
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = NowNs();
-    CheckOk(group->AllreduceSpans(spans, TUTTI_FLOAT32, TUTTI_REDUCE_SUM, 1.0, 1));
-    span_t.push_back((NowNs() - t0) / 1e3);
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = NowNs();
+  // Contenders, interleaved: packed into scratch; the spans with the measured choice, the
+  // pipeline only and the single copy only; one 4000 KiB buffer (the tensors' bytes in one
+  // allocation) with the single copy; MPI_Allreduce of that buffer.
+  const char* names[] = {"packed into scratch", "spans (default)", "spans, pipeline",
+                         "spans, single copy", "1 buffer, single copy", "MPI 1 x 4000 KiB"};
+  constexpr int kContenders = 6;
+  std::vector<double> times[kContenders];
+  auto call = [&](int which) {
+    if (which == 0) return packed();
+    const Group::Options::SingleCopy mode[] = {Group::Options::SingleCopy::kAuto,
+                                               Group::Options::SingleCopy::kAuto,
+                                               Group::Options::SingleCopy::kNever,
+                                               Group::Options::SingleCopy::kAlways,
+                                               Group::Options::SingleCopy::kAlways};
+    if (which < 4) {
+      group->set_single_copy(mode[which]);
+      return group->AllreduceSpans(spans, TUTTI_FLOAT32, TUTTI_REDUCE_SUM, 1.0, 1);
+    }
+    if (which == 4) {
+      group->set_single_copy(mode[which]);
+      return group->Allreduce(one.data(), total, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+    }
     MPI_Allreduce(MPI_IN_PLACE, one.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM,
                   MPI_COMM_WORLD);
-    mpi_t.push_back((NowNs() - t0) / 1e3);
+    return Status::OK();
+  };
+  for (int w = 0; w < kContenders; ++w) CheckOk(call(w));  // page faults, MPI's temporaries
+  for (int blk = 0; blk < 60; ++blk) {
+    // Each contender finds the caches as the one before it left them (a call after the
+    // packed one starts with cold tensors, one after a call on the same spans with warm
+    // ones): the order is shuffled per call round, the same on every rank.
+    int order[kContenders];
+    Shuffle(blk, order, kContenders);
+    for (int turn = 0; turn < kContenders; ++turn) {
+      const int w = order[turn];
+      MPI_Barrier(MPI_COMM_WORLD);
+      const int64_t t0 = NowNs();
+      CheckOk(call(w));
+      times[w].push_back((NowNs() - t0) / 1e3);
+    }
   }
+  group->set_single_copy(Group::Options::SingleCopy::kAuto);
   if (rank == 0) {
-    const double p = Median(pack_t), s = Median(span_t), m = Median(mpi_t);
-    const double pm = *std::min_element(pack_t.begin(), pack_t.end());
-    const double sm = *std::min_element(span_t.begin(), span_t.end());
-    const double mm = *std::min_element(mpi_t.begin(), mpi_t.end());
-    std::printf("\n100 x 40 KiB (median / min us): packed into scratch %.0f / %.0f, spans %.0f / "
-                "%.0f, MPI 1 x 4000 KiB %.0f / %.0f; MPI/packed %.2f, MPI/spans %.2f (medians)\n",
-                p, pm, s, sm, m, mm, m / p, m / s);
+    const double mpi = Median(times[kContenders - 1]);
+    std::printf("\n100 x 40 KiB, median / min us over 60 interleaved calls (MPI/x: medians)\n");
+    for (int w = 0; w < kContenders; ++w) {
+      std::printf("%24s %8.0f / %6.0f  MPI/x %.2f\n", names[w], Median(times[w]),
+                  *std::min_element(times[w].begin(), times[w].end()),
+                  mpi / Median(times[w]));
+    }
   }
 }
 
@@ -113,6 +151,7 @@ int main(int argc, char** argv) {
                                               Group::Options::SingleCopy::kAlways};
   Group* group = group_owner.get();
   std::vector<size_t> sizes = {4, 1024, 64 << 10, 1 << 20, 16 << 20, 64 << 20};
+  if (std::getenv("FUSED_ONLY") != nullptr) sizes.clear();  // only the 100-tensor step
   if (rank == 0) {
     std::printf("%d ranks, float32 sum in place; median per call over interleaved blocks; single "
                 "copy %s\n", size, group->single_copy_available() ? "available" : "unavailable");
@@ -142,12 +181,8 @@ int main(int argc, char** argv) {
       // A contender finds the caches as the one before it left them (MPI's buffers, the
       // segment's slots): shuffle the order per block, the same on every rank, so that no
       // contender always follows the same one.
-      int order[5] = {0, 1, 2, 3, 4};
-      uint32_t seed = 2654435761u * static_cast<uint32_t>(blk + 1);
-      for (int i = 4; i > 0; --i) {
-        seed = seed * 1664525u + 1013904223u;
-        std::swap(order[i], order[(seed >> 8) % static_cast<uint32_t>(i + 1)]);
-      }
+      int order[5];
+      Shuffle(blk, order, 5);
       for (int turn = 0; turn < 5; ++turn) {
         const int w = order[turn];
         MPI_Barrier(MPI_COMM_WORLD);
