@@ -1,6 +1,7 @@
 """tutti.numpy's way into the core (the CPython module tutti.common._host_requests) on 2 and
 3 ranks under MPI and Gloo (workers/host_requests.py): the arrays it accepts, a refused call
-that leaves no trace, the module's own argument errors, allreduce_async_'s short path, and
+that leaves no trace, the module's own argument errors, allreduce_async_'s short path and
+its native handle (timeout, failure, a handle dropped in flight), and
 an allreduce_ interrupted by Ctrl-C (its request kept until done, then released); with the
 single copy forced on or off, the counter of collectives that took it."""
 
@@ -27,10 +28,14 @@ def test_host_requests(np_, controller, single_copy):
     assert result.returncode == 0, launch.describe(result)
     assert "FAIL" not in result.stdout, launch.describe(result)
     for rank in range(np_):
-        cases = 17 if rank == 0 else 16  # rank 0 also checks the interruption
+        # Rank 0 also checks the interruption and the native handle's timeout.
+        cases = 23 if rank == 0 else 21
         cases += single_copy is not None  # the 4 MiB sum
         assert "rank %d/%d: %d cases ok, 0 failed" % (rank, np_, cases) in result.stdout, \
             launch.describe(result)
+        if rank == 0:
+            assert ("rank 0: native_handle: request 'native.late' did not complete within "
+                    "0.05 seconds") in result.stdout, launch.describe(result)
         if single_copy is not None:
             took = 1 if single_copy == "on" and env["TUTTI_TEST_SINGLE_COPY"] == "1" else 0
             assert "rank %d: single_copy_counter: %s: %d" % (rank, single_copy, took) \
@@ -46,5 +51,9 @@ def test_host_requests(np_, controller, single_copy):
             "misuse: run_arrays: arrays must be a list of arrays, not numpy.ndarray",
             "in_place_async: an in-place operation needs a writeable array",
             "interrupted: ok",
+            "native_handle: allreduce of tensor 'native.mismatch': ranks disagree: shape "
+            "differs: " + "; ".join("[%d] on rank %d" % (r + 2, r) for r in range(np_)),
+            "native_handle: count: submit_in_place() takes 8 arguments (1 given)",
+            "native_handle: name: name must be a str",
         ):
             assert "rank %d: %s" % (rank, line) in result.stdout, launch.describe(result)

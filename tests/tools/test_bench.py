@@ -1,7 +1,7 @@
 """tools/bench end to end: every implementation on 2 ranks at two sizes (--quick), then checks
 that the JSON holds every cell, that tutti's submission time is part of each 100-tensor
 call (one call per tensor and one grouped call), that tutti's cells count their single
-copies, and that the report names what it measured."""
+copies (and the 100-tensor rows their allreduces), and that the report names what it measured."""
 
 import json
 import os
@@ -59,6 +59,13 @@ def test_quick_run_on_two_ranks_covers_every_cell(tmp_path):
         # Submitting is part of every call (per sample: the slowest rank of each).
         assert len(submits) == len(row["samples_s"]), row
         assert all(0 < s <= t for s, t in zip(submits, row["samples_s"])), row
+        # Which shared-memory algorithm ran: a grouped call is one allreduce, 100 separate
+        # requests one or more; the single copies are some of them.
+        if impl.endswith("-grouped"):
+            assert row["collectives"] == len(row["samples_s"]), row
+        else:
+            assert len(row["samples_s"]) <= row["collectives"] <= 100 * len(row["samples_s"]), row
+        assert 0 <= row["single_copy_calls"] <= row["collectives"], row
 
     assert sorted(r["impl"] for r in run["latency"]) == sorted(IMPLS)
     assert run["targets"], run

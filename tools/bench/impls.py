@@ -180,14 +180,14 @@ def _submit_then_wait(hvd, bufs, prefix):
     return submitted
 
 
-def single_copy_calls(impl):
+def single_copy_calls(impl, counter="shm_single_copy_calls"):
     """For tutti's implementations, the running session's count of collectives that took
-    shared memory's single copy (counter shm_single_copy_calls); None for the others."""
+    shared memory's single copy (or another of its counters); None for the others."""
     if not isinstance(impl, (TuttiNumpy, TuttiTorch)):
         return None
     import tutti.common
 
-    return tutti.common.counters()["shm_single_copy_calls"]
+    return tutti.common.counters()[counter]
 
 
 def as_numpy(result):

@@ -215,6 +215,8 @@ def fused(comm, config, groups, sessions, baton=INERT):
                         call()
                         if hasattr(impl, "last_submit_s"):
                             submits.append(impl.last_submit_s)
+                    before = impl_mod.single_copy_calls(impl)
+                    collectives = impl_mod.single_copy_calls(impl, "allreduce_collectives")
                     times = measure.samples(comm, timed, max(1, config["fused_samples"] // rounds))
                     submits = comm.gather(submits, root=0)
                     if rank == 0:
@@ -224,6 +226,14 @@ def fused(comm, config, groups, sessions, baton=INERT):
                                                          "submit_samples_s": []})
                         entry["samples_s"].extend(times)
                         entry["submit_samples_s"].extend(max(s) for s in zip(*submits))
+                        if before is not None:  # which shared-memory algorithm ran, how often
+                            entry["single_copy_calls"] = (entry.get("single_copy_calls", 0)
+                                                          + impl_mod.single_copy_calls(impl)
+                                                          - before)
+                            entry["collectives"] = (entry.get("collectives", 0)
+                                                    + impl_mod.single_copy_calls(
+                                                        impl, "allreduce_collectives")
+                                                    - collectives)
             if baton.directory:
                 sessions.activate(None)
     sessions.activate(None)

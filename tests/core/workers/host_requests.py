@@ -11,10 +11,17 @@
    handle whose result is that very array, holding the sum; a handle dropped unwaited still
    completes and is released; a read-only array takes the general path and is refused
    with its InvalidArgumentError.
-5. single_copy_counter: with TUTTI_SHM_SINGLE_COPY=on (and TUTTI_TEST_SINGLE_COPY=1: the
+5. native_handle: allreduce_async_'s handle is native (_host_requests.InPlaceRequest):
+   poll() and synchronize() as for any handle; wait(timeout) raises TimeoutError naming the
+   request while a peer is late, and a later synchronize() still returns the sum; a
+   request that fails (shapes differ across ranks) raises its PreconditionError from
+   synchronize(); a handle dropped while its request waits for a late peer leaves record
+   and array to the module until the core is done (the array then holds the sum); the
+   module's argument checks raise TypeError.
+6. single_copy_counter: with TUTTI_SHM_SINGLE_COPY=on (and TUTTI_TEST_SINGLE_COPY=1: the
    kernel permits it), a 4 MiB allreduce_ takes the single copy and the counter
    shm_single_copy_calls counts it; with TUTTI_SHM_SINGLE_COPY=off it stays 0.
-6. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
+7. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
    KeyboardInterrupt; the request stays kept with its array, which holds the sum once
    the peer joins, and is released at the next call.
 Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
@@ -104,6 +111,55 @@ def in_place_async(check):
     say("rank %d: in_place_async: %s" % (rank, message))
 
 
+def native_handle(check):
+    size, rank = check.size, check.rank
+    total = sum(range(1, size + 1))
+    x = np.full(4, rank + 1, np.float32)
+    if rank == 0:
+        handle = hvd.allreduce_async_(x, op=hvd.Sum, name="native.late")
+        if type(handle) is not _host_requests.InPlaceRequest or handle.name != "native.late":
+            check.fail("native_handle.type", "got %r named %r" % (type(handle), handle.name))
+        if hvd.poll(handle):
+            check.fail("native_handle.poll", "done while the peers have not submitted")
+        message = check.expect_error("native_handle.timeout", TimeoutError,
+                                     lambda: handle.wait(0.05))
+        say("rank %d: native_handle: %s" % (rank, message))
+    else:
+        time.sleep(0.5)  # rank 0 times out meanwhile
+        handle = hvd.allreduce_async_(x, op=hvd.Sum, name="native.late")
+    if hvd.synchronize(handle) is not x or not hvd.poll(handle):
+        check.fail("native_handle.result", "synchronize did not return the array, done")
+    check.equal("native_handle.sum", x, np.full(4, total, np.float32))
+
+    odd = hvd.allreduce_async_(np.ones(rank + 2, np.float32), name="native.mismatch")
+    message = check.expect_error("native_handle.failed", hvd.PreconditionError,
+                                 lambda: hvd.synchronize(odd))
+    say("rank %d: native_handle: %s" % (rank, message))
+
+    dropped = np.full(3, rank + 1, np.float64)
+    kept = _host_requests.abandoned_count()
+    if rank == 0:
+        hvd.allreduce_async_(dropped, op=hvd.Sum, name="native.dropped")  # handle dropped
+        if _host_requests.abandoned_count() != kept + 1:
+            check.fail("native_handle.kept", "a dropped handle's request is not kept")
+    else:
+        time.sleep(0.3)
+        hvd.synchronize(hvd.allreduce_async_(dropped, op=hvd.Sum, name="native.dropped"))
+    hvd.barrier()  # every rank's request has completed: rank 0's core wrote `dropped`
+    check.equal("native_handle.dropped", dropped, np.full(3, total, np.float64))
+    hvd.synchronize(hvd.allreduce_async_(np.ones(1), name="native.after"))
+    if _host_requests.abandoned_count() != 0:
+        check.fail("native_handle.released", "%d dropped requests still kept after they "
+                   "completed" % _host_requests.abandoned_count())
+
+    calls = {"count": lambda: _host_requests.submit_in_place("x"),
+             "name": lambda: _host_requests.submit_in_place(None, "allreduce", 0, 0, x, 0,
+                                                            1.0, 1.0)}
+    for label, call in calls.items():
+        message = check.expect_error("native_handle." + label, TypeError, call)
+        say("rank %d: native_handle: %s: %s" % (rank, label, message))
+
+
 def single_copy_counter(check):
     mode = os.environ.get("TUTTI_SHM_SINGLE_COPY")
     if mode not in ("on", "off"):
@@ -148,6 +204,7 @@ def main():
     refused(check)
     misuse(check)
     in_place_async(check)
+    native_handle(check)
     single_copy_counter(check)
     interrupted(check)
     hvd.shutdown()

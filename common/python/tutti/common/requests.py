@@ -137,19 +137,14 @@ def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, p
 def submit_plain_in_place(collective, kind, array, name, op, prescale, postscale,
                           process_set):
     """submit() of one array in place when _plain() (and no run_blocking() is under way),
-    without the general path's argument resolution; the handle's result is `array`. None,
-    having done nothing, otherwise."""
+    without the general path's argument resolution; the handle, native
+    (_host_requests.InPlaceRequest: wait() and done() like a Handle's), returns `array`.
+    None, having done nothing, otherwise."""
     if _this_thread.blocking or not _plain(array, name, op, prescale, postscale, process_set):
         return None
-    arrays = [array]
-    op_code = basics.PLAIN_REDUCE_CODES[op]
-
-    def enqueue(user_data):
-        return _host_requests.submit(
-            name, kind, core.GLOBAL_PROCESS_SET, collective, arrays, arrays, False, op_code,
-            prescale, postscale, 0, None, None, None, user_data, -1.0)
-
-    return handles.submit(lambda allocated: array, arrays, enqueue)
+    return _host_requests.submit_in_place(name, kind, core.GLOBAL_PROCESS_SET, collective,
+                                          array, basics.PLAIN_REDUCE_CODES[op], prescale,
+                                          postscale)
 
 
 def _run_in_place(collective, kind, name, set_id, arrays, op_code, prescale, postscale):
@@ -215,3 +210,4 @@ _host_requests.bind(
     dtypes.code_of,
     naming.request_name,
 )
+_host_requests.bind_errors(core.check, error_for_status)
