@@ -90,3 +90,15 @@ def test_unknown_peer_is_refused(tmp_path):
     assert result.returncode == 2, launch.describe(result)
     assert "--peers: unknown peer 'nccl'; choose from horovod" in result.stderr, \
         launch.describe(result)
+
+
+def test_fused_interleaved_runs_and_reports_every_contender():
+    # The diagnostic that interleaves the grouped call with mpi4py call by call.
+    script = os.path.abspath(os.path.join("tools", "bench", "fused_interleaved.py"))
+    result = launch.run_ranks(2, [sys.executable, script, "--calls", "20", "--block", "2"],
+                              controller="mpi", timeout=120)
+    assert result.returncode == 0, launch.describe(result)
+    assert "2 ranks, 20 calls of each, 2 in a row" in result.stdout, launch.describe(result)
+    lines = [line for line in result.stdout.splitlines() if line.endswith("x")]
+    assert len(lines) == 2, launch.describe(result)  # one block of 20, then all calls
+    assert "mpi4py 1 buffer" in lines[-1] and "tutti grouped" in lines[-1], lines[-1]
