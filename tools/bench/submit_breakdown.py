@@ -1,7 +1,8 @@
-"""Where 100 tensors of 40 KiB submitted together through tutti.torch spend their time.
+"""Where 100 tensors of 40 KiB submitted together through tutti.torch (or tutti.numpy)
+spend their time.
 
     mpirun -np 2 python tools/bench/submit_breakdown.py [--steps 300] [--tensors 100]
-                                                         [--elements 10240] [--barrier]
+                                 [--elements 10240] [--barrier] [--api torch|numpy]
 
 A step submits every tensor with `allreduce_async_` (Sum, named), then synchronizes the
 handles in order, as DistributedOptimizer's hooks and the benchmark's 100 x 40 KiB test do.
@@ -13,15 +14,18 @@ one `grouped_allreduce_async_` call and its one synchronize; and the core's coun
 step (cycles, fused tensors). `--elements 1` makes every tensor 4 bytes, so the step is
 almost all per-tensor cost. With --barrier each step starts after an
 mpi4py barrier, as the benchmark's samples do; without it, steps follow each other.
+`--api numpy` submits numpy arrays through tutti.numpy (no native-entry row).
 """
 
 import argparse
 import statistics
 import time
 
+import numpy
 import torch
 
-import tutti.torch as hvd
+import tutti.numpy
+import tutti.torch
 from tutti.common import observability
 from tutti.common.core import Collective, ReduceCode
 from tutti.torch._native import entry
@@ -53,14 +57,18 @@ def main():
     parser.add_argument("--tensors", type=int, default=100)
     parser.add_argument("--elements", type=int, default=10240, help="float32 per tensor")
     parser.add_argument("--barrier", action="store_true")
+    parser.add_argument("--api", choices=("torch", "numpy"), default="torch")
     args = parser.parse_args()
+    hvd = tutti.numpy if args.api == "numpy" else tutti.torch
     hvd.init()
     pause = lambda: None  # noqa: E731
     if args.barrier:
         from mpi4py import MPI
 
         pause = MPI.COMM_WORLD.Barrier
-    tensors = [torch.zeros(args.elements) for _ in range(args.tensors)]
+    zeros = (lambda: numpy.zeros(args.elements, numpy.float32)) if args.api == "numpy" else (
+        lambda: torch.zeros(args.elements))
+    tensors = [zeros() for _ in range(args.tensors)]
     names = ["breakdown.%d" % i for i in range(args.tensors)]
 
     def public_submit():
@@ -79,12 +87,15 @@ def main():
     def grouped_submit():
         return [hvd.grouped_allreduce_async_(tensors, op=hvd.Sum, name="breakdown.grouped")]
 
+    parts = [("tutti." + args.api, public_submit, hvd.synchronize),
+             ("native entry", native_submit, native_wait),
+             ("grouped call", grouped_submit, hvd.synchronize)]
+    if args.api == "numpy":  # the native entry is tutti.torch's
+        del parts[1]
     rows = []
-    for label, submit, wait in (("tutti.torch", public_submit, hvd.synchronize),
-                                ("native entry", native_submit, native_wait),
-                                ("grouped call", grouped_submit, hvd.synchronize)):
+    for label, submit, wait in parts:
         run_steps(30, pause, submit, wait)  # warm-up: names cached, buffers touched
-        hvd.allreduce(torch.zeros(1), name="breakdown.sync")
+        hvd.allreduce(zeros()[:1], name="breakdown.sync")
         before = observability.counters()
         samples = run_steps(args.steps, pause, submit, wait)
         after = observability.counters()
