@@ -90,9 +90,20 @@ struct Views {
   std::vector<std::vector<int64_t>> shapes;
 };
 
+// The last dtype object looked up and its code (a reference is kept, so the address stays
+// that dtype's): the arrays of one call nearly always share numpy's dtype singleton, and
+// hashing a dtype for the dict costs more than the rest of a view.
+PyObject* last_dtype = nullptr;
+tutti_dtype last_code = TUTTI_FLOAT32;
+
 bool DtypeCode(PyObject* array, tutti_dtype* code) {
   PyObject* dtype = PyObject_GetAttr(array, dtype_attribute);
   if (dtype == nullptr) return false;
+  if (dtype == last_dtype) {
+    Py_DECREF(dtype);
+    *code = last_code;
+    return true;
+  }
   PyObject* value = PyDict_GetItemWithError(bound.codes, dtype);  // borrowed
   PyObject* owned = nullptr;
   if (value == nullptr && !PyErr_Occurred()) {
@@ -100,12 +111,19 @@ bool DtypeCode(PyObject* array, tutti_dtype* code) {
     owned = PyObject_CallFunctionObjArgs(bound.code_of, dtype, nullptr);
     value = owned;
   }
-  Py_DECREF(dtype);
-  if (value == nullptr) return false;
+  if (value == nullptr) {
+    Py_DECREF(dtype);
+    return false;
+  }
   const long number = PyLong_AsLong(value);
   Py_XDECREF(owned);
-  if (number == -1 && PyErr_Occurred()) return false;
+  if (number == -1 && PyErr_Occurred()) {
+    Py_DECREF(dtype);
+    return false;
+  }
   *code = static_cast<tutti_dtype>(number);
+  Py_XSETREF(last_dtype, dtype);  // keeps the reference
+  last_code = *code;
   return true;
 }
 
@@ -220,6 +238,7 @@ PyObject* Bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_INCREF(args[6]);
   Py_XDECREF(bound.codes);
   bound.codes = args[6];
+  Py_CLEAR(last_dtype);  // its code came from the old dict
   Py_INCREF(args[7]);
   Py_XDECREF(bound.code_of);
   bound.code_of = args[7];
@@ -310,9 +329,10 @@ PyObject* Submit(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* inputs = args[4];
   PyObject* outputs = args[5];
   Views input_views, output_views;
-  if (!ToViews(inputs, "inputs", false, &input_views)) return nullptr;
+  // In place (outputs is inputs): the same views, writable, serve as the outputs.
+  if (!ToViews(inputs, "inputs", outputs == inputs, &input_views)) return nullptr;
   const tutti_tensor* output_tensors = nullptr;
-  if (outputs == inputs) {  // in place: the arrays were checked writable by the caller
+  if (outputs == inputs) {
     output_tensors = input_views.tensors.data();
   } else if (outputs != Py_None) {
     if (!ToViews(outputs, "outputs", true, &output_views)) return nullptr;

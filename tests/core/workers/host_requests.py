@@ -2,7 +2,8 @@
 `host_requests.py`.
 
 1. arrays: read-only, non-contiguous (out of place), 0-d and empty inputs reduce correctly;
-   an in-place call on a read-only array is refused before anything is queued.
+   an in-place call on a read-only array is refused before anything is queued, and so is
+   a grouped in-place call with a read-only, strided or non-array member.
 2. refused: a grouped call refused for its second array's dtype raises InvalidArgumentError,
    consumes no number of an unnamed request and leaves no request pending; the next
    unnamed request still matches across ranks.
@@ -54,6 +55,16 @@ def arrays(check):
     message = check.expect_error("arrays.in_place_read_only", hvd.InvalidArgumentError,
                                  lambda: hvd.allreduce_(read_only))
     say("rank %d: arrays: %s" % (check.rank, message))
+    # A grouped in-place call leaves the checks to the native submit, and gives a refused
+    # array the same error as the single calls.
+    pending = len(handles._pending)
+    for label, bad in (("read_only", read_only), ("strided", strided), ("list", [1.0, 2.0])):
+        message = check.expect_error(
+            "arrays.grouped_" + label, hvd.InvalidArgumentError,
+            lambda bad=bad: hvd.grouped_allreduce_async_([np.ones(2), bad], name="bad"))
+        say("rank %d: arrays: grouped %s: %s" % (check.rank, label, message))
+    if len(handles._pending) != pending:
+        check.fail("arrays.grouped_pending", "a refused grouped call left a request pending")
 
 
 def refused(check):

@@ -99,10 +99,15 @@ def grouped_allreduce_async_(arrays, op=Average, name=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
     """In-place grouped_allreduce_async() of C-contiguous numpy arrays."""
     arrays = requests.group(arrays, "grouped_allreduce_")
-    for array in arrays:
-        requests.check_in_place(array)
-    return _reduce_async(core.ALLREDUCE, "grouped_allreduce", arrays, arrays, op, name,
-                         prescale_factor, postscale_factor, process_set, grouped=True)
+    try:
+        # The native submit takes writable C-contiguous views of in-place arrays itself;
+        # checking each array here first would cost as much as the rest of the call.
+        return _reduce_async(core.ALLREDUCE, "grouped_allreduce", arrays, arrays, op, name,
+                             prescale_factor, postscale_factor, process_set, grouped=True)
+    except Exception:
+        for array in arrays:  # the error a refused array gets, as for the other in-place calls
+            requests.check_in_place(array)
+        raise
 
 
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0,
