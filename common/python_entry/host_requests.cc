@@ -42,6 +42,18 @@
 //       and array to the module until the core is done with them. Per request this
 //       replaces a ctypes record, a Python handle and a registry entry (about 4 us of
 //       submitting and waiting on the VMs measured) with one native object.
+//   bind_plain(global_set, ndarray, codes)
+//       once per process: what makes a request plain (below): the global process set
+//       object, numpy.ndarray and the dict ReduceOp member -> tutti_reduce_op of the plain
+//       ops (every op but Adasum).
+//   run_plain(collective, array, name, op, prescale, postscale, process_set) -> bool
+//       tutti.numpy's allreduce_ in one call when its arguments are plain: a non-empty str
+//       name, a plain op, float factors, the global set and a C-contiguous writable
+//       numpy.ndarray of a supported dtype. Runs and waits as run_in_place does, raising
+//       the request's error, and returns True; False, having done nothing, otherwise (the
+//       general path then checks the arguments and names what is wrong). One C call in
+//       place of four Python functions: after an idle spell they cost an isolated call
+//       about as much as the whole collective.
 //
 // The module knows no Python package of tutti: it links neither the core (its functions
 // arrive as addresses) nor numpy (arrays are read through the buffer protocol), so it
@@ -80,9 +92,16 @@ struct Bound {
   PyObject* request_name = nullptr;  // (name, kind, set id) -> the request's name
   PyObject* refused = nullptr;  // status -> raises the core's error (a request not queued)
   PyObject* failed = nullptr;   // (status, message) -> the exception of a failed request
+  // bind_plain(): what makes a request plain (run_plain)
+  PyObject* global_set = nullptr;    // tutti.common.process_sets.global_process_set
+  PyObject* ndarray_type = nullptr;  // numpy.ndarray
+  std::vector<std::pair<PyObject*, long>> plain_ops;  // ReduceOp member -> tutti_reduce_op
 } bound;
 
 PyObject* dtype_attribute = nullptr;  // interned "dtype"
+
+// run_plain() waits in slices this long, so that Ctrl-C is noticed between them.
+constexpr double kRunSliceSeconds = 0.2;
 
 // The views of one list of arrays; the shapes live beside them until the call returns.
 struct Views {
@@ -265,6 +284,38 @@ void ReleaseFinished() {
   }
 }
 
+// Runs `request` through tutti_run with a completion record of its own and waits for it in
+// slices of slice_seconds. Returns the record once the request is done (the caller deletes
+// it), or null: refused (*status says why; the core never calls `done`, nothing is kept),
+// or interrupted by a signal whose handler raised (the Python error is set; the record and
+// `keep`, the arrays the core still writes, stay in `abandoned` until it is done).
+tutti_completion* RunAndWait(tutti_request* request, PyObject* keep, double slice_seconds,
+                             tutti_status* status) {
+  auto* record = new tutti_completion();
+  request->done = bound.done;
+  request->user_data = record;
+  int done = 0;
+  Py_BEGIN_ALLOW_THREADS
+  *status = bound.run(request, slice_seconds, nullptr);
+  if (*status == TUTTI_OK) done = bound.wait(record, 0);
+  Py_END_ALLOW_THREADS
+  if (*status != TUTTI_OK) {
+    delete record;
+    return nullptr;
+  }
+  while (!done) {
+    Py_BEGIN_ALLOW_THREADS
+    done = bound.wait(record, slice_seconds);
+    Py_END_ALLOW_THREADS
+    if (!done && PyErr_CheckSignals() < 0) {
+      Py_INCREF(keep);
+      abandoned.emplace_back(record, keep);
+      return nullptr;
+    }
+  }
+  return record;
+}
+
 PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (!Callable("run_in_place", nargs, 9)) return nullptr;
   if (!abandoned.empty()) ReleaseFinished();
@@ -281,7 +332,6 @@ PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   tutti_request request = {};
   PyObject* name = RequestName(args, &request.name);
   if (name == nullptr) return nullptr;
-  auto* record = new tutti_completion();
   request.collective = static_cast<tutti_collective>(collective);
   request.process_set = static_cast<int32_t>(process_set);
   request.num_tensors = static_cast<int32_t>(views.tensors.size());
@@ -290,28 +340,12 @@ PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   request.reduce_op = static_cast<tutti_reduce_op>(reduce_op);
   request.prescale = prescale;
   request.postscale = postscale;
-  request.done = bound.done;
-  request.user_data = record;
   tutti_status status;
-  int done = 0;
-  Py_BEGIN_ALLOW_THREADS
-  status = bound.run(&request, slice_seconds, nullptr);
-  if (status == TUTTI_OK) done = bound.wait(record, 0);
-  Py_END_ALLOW_THREADS
+  tutti_completion* record = RunAndWait(&request, arrays, slice_seconds, &status);
   Py_DECREF(name);
-  if (status != TUTTI_OK) {  // refused: the core never calls `done`
-    delete record;
-    return Py_BuildValue("(iO)", static_cast<int>(status), Py_None);
-  }
-  while (!done) {
-    Py_BEGIN_ALLOW_THREADS
-    done = bound.wait(record, slice_seconds);
-    Py_END_ALLOW_THREADS
-    if (!done && PyErr_CheckSignals() < 0) {
-      Py_INCREF(arrays);
-      abandoned.emplace_back(record, arrays);
-      return nullptr;
-    }
+  if (record == nullptr) {
+    return status != TUTTI_OK ? Py_BuildValue("(iO)", static_cast<int>(status), Py_None)
+                              : nullptr;  // refused; else interrupted, the error set
   }
   PyObject* result =
       record->status == TUTTI_OK
@@ -410,27 +444,42 @@ PyObject* InPlaceRequestDone(PyObject* object, PyObject*) {
   return PyBool_FromLong(bound.test(reinterpret_cast<InPlaceRequest*>(object)->record));
 }
 
-// The request's outcome once done: the array, or its error raised.
-PyObject* Outcome(InPlaceRequest* self) {
-  const tutti_completion* record = self->record;
-  if (record->status == TUTTI_OK) {
-    Py_INCREF(self->array);
-    return self->array;
-  }
+// Raises the error of a request that failed, from its record's status and message (empty:
+// "request <name> failed"), as tutti.common.exceptions.error_for_status builds it.
+PyObject* RaiseFailed(const tutti_completion* record, PyObject* name) {
   PyObject* message = record->message[0] != '\0'
                           ? PyUnicode_DecodeUTF8(record->message,
                                                  static_cast<Py_ssize_t>(strnlen(
                                                      record->message, sizeof(record->message))),
                                                  "replace")
-                          : PyUnicode_FromFormat("request %R failed", self->name);
+                          : PyUnicode_FromFormat("request %R failed", name);
   if (message == nullptr) return nullptr;
-  PyObject* error = PyObject_CallFunction(bound.failed, "iO", static_cast<int>(record->status),
-                                          message);
+  PyObject* error =
+      PyObject_CallFunction(bound.failed, "iO", static_cast<int>(record->status), message);
   Py_DECREF(message);
   if (error == nullptr) return nullptr;
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error)), error);
   Py_DECREF(error);
   return nullptr;
+}
+
+// Raises the core's error for a request it refused (tutti.common.core.check).
+PyObject* RaiseRefused(tutti_status status, PyObject* name) {
+  PyObject* raised = PyObject_CallFunction(bound.refused, "i", static_cast<int>(status));
+  if (raised == nullptr) return nullptr;
+  Py_DECREF(raised);
+  PyErr_Format(PyExc_RuntimeError, "the core refused request %R (status %d)", name,
+               static_cast<int>(status));
+  return nullptr;
+}
+
+// The request's outcome once done: the array, or its error raised.
+PyObject* Outcome(InPlaceRequest* self) {
+  if (self->record->status == TUTTI_OK) {
+    Py_INCREF(self->array);
+    return self->array;
+  }
+  return RaiseFailed(self->record, self->name);
 }
 
 // wait(timeout=None): in slices of kWaitSliceSeconds with the GIL released, so that a
@@ -530,14 +579,90 @@ PyObject* SubmitInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (status != TUTTI_OK) {  // not queued: the core never calls `done`
     bound.done(self->record, status, "");  // lets the handle go without keeping anything
     Py_DECREF(self);
-    PyObject* raised = PyObject_CallFunction(bound.refused, "i", static_cast<int>(status));
-    if (raised == nullptr) return nullptr;
-    Py_DECREF(raised);
-    PyErr_Format(PyExc_RuntimeError, "the core refused request %R (status %d)", name,
-                 static_cast<int>(status));
-    return nullptr;
+    return RaiseRefused(status, name);
   }
   return reinterpret_cast<PyObject*>(self);
+}
+
+PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyType_Check(args[1]) || !PyDict_Check(args[2])) {
+    PyErr_SetString(PyExc_TypeError,
+                    "bind_plain() takes the global process set, numpy.ndarray and a dict of "
+                    "reduce op codes");
+    return nullptr;
+  }
+  std::vector<std::pair<PyObject*, long>> ops;
+  PyObject *key, *value;
+  for (Py_ssize_t at = 0; PyDict_Next(args[2], &at, &key, &value);) {
+    const long code = PyLong_AsLong(value);
+    if (code == -1 && PyErr_Occurred()) return nullptr;
+    ops.emplace_back(key, code);
+  }
+  for (auto& op : bound.plain_ops) Py_DECREF(op.first);
+  for (auto& op : ops) Py_INCREF(op.first);
+  bound.plain_ops = std::move(ops);
+  Py_INCREF(args[0]);
+  Py_XSETREF(bound.global_set, args[0]);
+  Py_INCREF(args[1]);
+  Py_XSETREF(bound.ndarray_type, args[1]);
+  Py_RETURN_NONE;
+}
+
+// run_plain(): the reduce op's code when `op` is one of the plain ops (by identity: an
+// enum member's hash is a Python call).
+bool PlainOp(PyObject* op, long* code) {
+  for (const auto& plain : bound.plain_ops) {
+    if (plain.first == op) {
+      *code = plain.second;
+      return true;
+    }
+  }
+  return false;
+}
+
+PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!Callable("run_plain", nargs, 7)) return nullptr;
+  if (bound.global_set == nullptr || bound.refused == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "run_plain() before bind_plain() and bind_errors()");
+    return nullptr;
+  }
+  PyObject* array = args[1];
+  PyObject* name = args[2];
+  long reduce_op = 0;
+  long long collective = 0;
+  if (Py_TYPE(array) != reinterpret_cast<PyTypeObject*>(bound.ndarray_type) ||
+      !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
+      !PlainOp(args[3], &reduce_op) || !PyFloat_CheckExact(args[4]) ||
+      !PyFloat_CheckExact(args[5]) || args[6] != bound.global_set) {
+    Py_RETURN_FALSE;
+  }
+  tutti_request request = {};
+  tutti_tensor tensor{};
+  std::vector<int64_t> shape;
+  if (!ViewOf(array, true, &tensor, &shape)) {
+    // Read-only, not C-contiguous or an unsupported dtype: the general path says which.
+    PyErr_Clear();
+    Py_RETURN_FALSE;
+  }
+  if (!ToLong(args[0], &collective) || (request.name = PyUnicode_AsUTF8(name)) == nullptr) {
+    return nullptr;
+  }
+  if (!abandoned.empty()) ReleaseFinished();
+  request.collective = static_cast<tutti_collective>(collective);
+  request.process_set = TUTTI_GLOBAL_PROCESS_SET;
+  request.num_tensors = 1;
+  request.inputs = &tensor;
+  request.outputs = &tensor;
+  request.reduce_op = static_cast<tutti_reduce_op>(reduce_op);
+  request.prescale = PyFloat_AS_DOUBLE(args[4]);
+  request.postscale = PyFloat_AS_DOUBLE(args[5]);
+  tutti_status status;
+  tutti_completion* record = RunAndWait(&request, array, kRunSliceSeconds, &status);
+  if (record == nullptr) return status != TUTTI_OK ? RaiseRefused(status, name) : nullptr;
+  PyObject* result = record->status == TUTTI_OK ? (Py_INCREF(Py_True), Py_True)
+                                                : RaiseFailed(record, name);
+  delete record;
+  return result;
 }
 
 // How many interrupted run_in_place requests and dropped handles are still kept (for tests).
@@ -564,6 +689,11 @@ PyMethodDef methods[] = {
      "Binds the functions that raise or build the core's errors."},
     {"submit_in_place", FastCall(&SubmitInPlace), METH_FASTCALL,
      "Queues one in-place request on one array; returns its native handle."},
+    {"bind_plain", FastCall(&BindPlain), METH_FASTCALL,
+     "Binds what makes a request plain: the global process set, ndarray, the reduce ops."},
+    {"run_plain", FastCall(&RunPlain), METH_FASTCALL,
+     "Runs one plain in-place request and waits for it; False, having done nothing, if it "
+     "is not plain."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -1,8 +1,8 @@
 """tutti.numpy's way into the core (the CPython module tutti.common._host_requests) on 2 and
 3 ranks under MPI and Gloo (workers/host_requests.py): the arrays it accepts, a refused call
 that leaves no trace, the module's own argument errors, allreduce_async_'s short path and
-its native handle (timeout, failure, a handle dropped in flight), and
-an allreduce_ interrupted by Ctrl-C (its request kept until done, then released); with the
+its native handle (timeout, failure, a handle dropped in flight), allreduce_'s one native
+call (what it declines, a name in flight, a failure), and an allreduce_ interrupted by Ctrl-C (its request kept until done, then released); with the
 single copy forced on or off, the counter of collectives that took it."""
 
 import sys
@@ -28,14 +28,18 @@ def test_host_requests(np_, controller, single_copy):
     assert result.returncode == 0, launch.describe(result)
     assert "FAIL" not in result.stdout, launch.describe(result)
     for rank in range(np_):
-        # Rank 0 also checks the interruption and the native handle's timeout.
-        cases = 26 if rank == 0 else 24
+        # Rank 0 also checks the interruption, the native handle's timeout and a plain
+        # call refused for its name.
+        cases = 31 if rank == 0 else 28
         cases += single_copy is not None  # the 4 MiB sum
         assert "rank %d/%d: %d cases ok, 0 failed" % (rank, np_, cases) in result.stdout, \
             launch.describe(result)
         if rank == 0:
             assert ("rank 0: native_handle: request 'native.late' did not complete within "
                     "0.05 seconds") in result.stdout, launch.describe(result)
+            assert ("rank 0: plain_run: a request named 'plain.dup' is already in flight; "
+                    "names must be unique among pending requests") in result.stdout, \
+                launch.describe(result)
         if single_copy is not None:
             took = 1 if single_copy == "on" and env["TUTTI_TEST_SINGLE_COPY"] == "1" else 0
             assert "rank %d: single_copy_counter: %s: %d" % (rank, single_copy, took) \
@@ -58,5 +62,8 @@ def test_host_requests(np_, controller, single_copy):
             "differs: " + "; ".join("[%d] on rank %d" % (r + 2, r) for r in range(np_)),
             "native_handle: count: submit_in_place() takes 8 arguments (1 given)",
             "native_handle: name: name must be a str",
+            "plain_run: allreduce of tensor 'plain.mismatch': ranks disagree: shape "
+            "differs: " + "; ".join("[%d] on rank %d" % (r + 2, r) for r in range(np_)),
+            "plain_run: count: run_plain() takes 7 arguments (1 given)",
         ):
             assert "rank %d: %s" % (rank, line) in result.stdout, launch.describe(result)

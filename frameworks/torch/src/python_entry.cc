@@ -1,4 +1,4 @@
-// tutti.torch's way into the core: a CPython module of four functions, built by
+// tutti.torch's way into the core: a CPython module of seven functions, built by
 // tutti_torch_python_entry() once the library is loaded (tutti/torch/_native.py).
 //
 //   enqueue(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
@@ -13,6 +13,18 @@
 //                              waits up to timeout_seconds (negative: no limit); once done,
 //                              forgets the request and returns its output tensors and
 //                              integer results, or raises its error
+//   bind_plain(global_set, op_codes)
+//                              once per process: the global process set object and the
+//                              dict op -> tutti_reduce_op of the plain ops (None, Average's
+//                              default, and every ReduceOp but Adasum)
+//   run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set) -> bool
+//                              allreduce_ in one call when its arguments are plain: a
+//                              non-empty str name, a plain op, float factors, the global set
+//                              and a dense contiguous tensor. Runs the request as run() does
+//                              and waits for it (raising its error), then returns True;
+//                              False, having done nothing, otherwise. One C call in place of
+//                              four Python functions, which after an idle spell cost an
+//                              isolated call about as much as the collective itself
 //   contiguous_dense(tensors) -> bool
 //                              whether a list or tuple holds only dense, contiguous tensors,
 //                              which a request takes as they are: one call instead of a
@@ -43,6 +55,13 @@ namespace tutti_torch {
 namespace {
 
 PyObject* error_factory = nullptr;  // tutti.common.exceptions.error_for_status
+
+// bind_plain(): what makes a request plain (run_plain).
+PyObject* global_set = nullptr;
+std::vector<std::pair<PyObject*, int64_t>> plain_ops;  // op (by identity) -> tutti_reduce_op
+
+// run_plain() waits in slices this long, so that Ctrl-C is noticed between them.
+constexpr double kWaitSliceSeconds = 0.5;
 
 // Sets the Python exception for the C++ exception being handled.
 void RaiseCurrent() {
@@ -257,6 +276,13 @@ PyObject* Wait(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// Whether `value` is a dense, contiguous tensor.
+bool ContiguousDenseTensor(PyObject* value) {
+  if (!THPVariable_Check(value)) return false;
+  const at::Tensor& tensor = THPVariable_Unpack(value);
+  return tensor.layout() == at::kStrided && tensor.is_contiguous();
+}
+
 PyObject* ContiguousDense(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (!ArgCount("contiguous_dense", nargs, 1)) return nullptr;
   PyObject* value = args[0];
@@ -264,11 +290,81 @@ PyObject* ContiguousDense(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   const Py_ssize_t count = PySequence_Fast_GET_SIZE(value);
   PyObject** items = PySequence_Fast_ITEMS(value);
   for (Py_ssize_t i = 0; i < count; ++i) {
-    if (!THPVariable_Check(items[i])) Py_RETURN_FALSE;
-    const at::Tensor& tensor = THPVariable_Unpack(items[i]);
-    if (tensor.layout() != at::kStrided || !tensor.is_contiguous()) Py_RETURN_FALSE;
+    if (!ContiguousDenseTensor(items[i])) Py_RETURN_FALSE;
   }
   Py_RETURN_TRUE;
+}
+
+PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyDict_Check(args[1])) {
+    PyErr_SetString(PyExc_TypeError,
+                    "bind_plain() takes the global process set and a dict of reduce op codes");
+    return nullptr;
+  }
+  std::vector<std::pair<PyObject*, int64_t>> ops;
+  PyObject *key, *value;
+  for (Py_ssize_t at = 0; PyDict_Next(args[1], &at, &key, &value);) {
+    int64_t code = 0;
+    if (!ToInt(value, &code)) return nullptr;
+    ops.emplace_back(key, code);
+  }
+  for (auto& op : plain_ops) Py_DECREF(op.first);
+  for (auto& op : ops) Py_INCREF(op.first);
+  plain_ops = std::move(ops);
+  Py_INCREF(args[0]);
+  Py_XSETREF(global_set, args[0]);
+  Py_RETURN_NONE;
+}
+
+// The reduce op's code when `op` is one of the plain ops (by identity: an enum member's
+// hash is a Python call).
+bool PlainOp(PyObject* op, int64_t* code) {
+  for (const auto& plain : plain_ops) {
+    if (plain.first == op) {
+      *code = plain.second;
+      return true;
+    }
+  }
+  return false;
+}
+
+PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!ArgCount("run_plain", nargs, 8)) return nullptr;
+  if (global_set == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "run_plain() before bind_plain()");
+    return nullptr;
+  }
+  PyObject* name = args[3];
+  Submission submission;
+  if (!PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
+      !PlainOp(args[4], &submission.op) || !PyFloat_CheckExact(args[5]) ||
+      !PyFloat_CheckExact(args[6]) || args[7] != global_set || !ContiguousDenseTensor(args[2])) {
+    Py_RETURN_FALSE;
+  }
+  if (!ToInt(args[0], &submission.collective) || !ToString(args[1], &submission.kind) ||
+      !ToString(name, &submission.name)) {
+    return nullptr;
+  }
+  submission.process_set = TUTTI_GLOBAL_PROCESS_SET;
+  submission.inputs.push_back(THPVariable_Unpack(args[2]));
+  submission.has_outputs = true;
+  submission.outputs = submission.inputs;
+  submission.prescale = PyFloat_AS_DOUBLE(args[5]);
+  submission.postscale = PyFloat_AS_DOUBLE(args[6]);
+  try {
+    // As run(): without the GIL, since a cycle run here may call other frontends' Python.
+    const int64_t handle =
+        WithoutGil([&] { return Submit(std::move(submission), kWaitSliceSeconds); });
+    bool done = CollectIfDone(handle).done;
+    while (!done) {
+      done = WithoutGil([&] { return tutti_torch::Wait(handle, kWaitSliceSeconds); }).done;
+      if (!done && PyErr_CheckSignals() < 0) return nullptr;  // the request stays in the table
+    }
+    Py_RETURN_TRUE;
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
 }
 
 // A METH_FASTCALL function as the PyCFunction that PyMethodDef stores.
@@ -282,6 +378,11 @@ PyMethodDef methods[] = {
      "Queues a request and runs it on this thread when the core lets it."},
     {"poll", FastCall(&Poll), METH_FASTCALL, "Whether a request is done."},
     {"wait", FastCall(&Wait), METH_FASTCALL, "Waits for a request and collects its results."},
+    {"bind_plain", FastCall(&BindPlain), METH_FASTCALL,
+     "Binds what makes a request plain: the global process set and the reduce ops."},
+    {"run_plain", FastCall(&RunPlain), METH_FASTCALL,
+     "Runs one plain in-place allreduce and waits for it; False, having done nothing, if "
+     "it is not plain."},
     {"contiguous_dense", FastCall(&ContiguousDense), METH_FASTCALL,
      "Whether a list or tuple holds only dense, contiguous tensors."},
     {nullptr, nullptr, 0, nullptr},

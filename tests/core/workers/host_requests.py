@@ -22,7 +22,13 @@
 6. single_copy_counter: with TUTTI_SHM_SINGLE_COPY=on (and TUTTI_TEST_SINGLE_COPY=1: the
    kernel permits it), a 4 MiB allreduce_ takes the single copy and the counter
    shm_single_copy_calls counts it; with TUTTI_SHM_SINGLE_COPY=off it stays 0.
-7. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
+7. plain_run: allreduce_'s one native call (_host_requests.run_plain) declines, having
+   done nothing, every argument that is not plain (no name, an empty one, Adasum, an int
+   op or factor, another process set, a read-only, strided, subclassed or complex array);
+   a plain call whose name is still in flight is refused with the core's error, one whose
+   shapes differ across ranks fails with its PreconditionError, and a wrong argument count
+   raises TypeError.
+8. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
    KeyboardInterrupt; the request stays kept with its array, which holds the sum once
    the peer joins, and is released at the next call.
 Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
@@ -38,7 +44,7 @@ import numpy as np
 
 import tutti.numpy as hvd
 from reference import Checker, say
-from tutti.common import _host_requests, handles
+from tutti.common import _host_requests, core, handles
 
 
 def arrays(check):
@@ -171,6 +177,57 @@ def native_handle(check):
         say("rank %d: native_handle: %s: %s" % (rank, label, message))
 
 
+class ArraySubclass(np.ndarray):
+    pass
+
+
+def plain_run(check):
+    rank, size = check.rank, check.size
+    x = np.ones(4, np.float32)
+    read_only = np.ones(4, np.float32)
+    read_only.flags.writeable = False
+    declined = {
+        "unnamed": (x, None, hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "empty_name": (x, "", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "adasum": (x, "p", hvd.Adasum, 1.0, 1.0, hvd.global_process_set),
+        "int_op": (x, "p", int(hvd.Sum), 1.0, 1.0, hvd.global_process_set),
+        "int_factor": (x, "p", hvd.Sum, 2, 1.0, hvd.global_process_set),
+        "other_set": (x, "p", hvd.Sum, 1.0, 1.0, None),
+        "read_only": (read_only, "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "strided": (np.ones(8, np.float32)[::2], "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "subclass": (x.view(ArraySubclass), "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "complex": (np.ones(2, np.complex64), "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+    }
+    done = hvd.counters()["requests_done"]
+    for label, args in declined.items():
+        if _host_requests.run_plain(core.ALLREDUCE, *args) is not False:
+            check.fail("plain_run." + label, "run_plain did not decline")
+    if hvd.counters()["requests_done"] != done:
+        check.fail("plain_run.declined", "a declined call ran a request")
+    check.equal("plain_run.untouched", x, np.ones(4, np.float32))
+
+    first = np.full(2, rank + 1, np.float32)
+    if rank == 0:
+        handle = hvd.allreduce_async_(first, op=hvd.Sum, name="plain.dup")
+        message = check.expect_error(
+            "plain_run.duplicate", hvd.InvalidArgumentError,
+            lambda: hvd.allreduce_(np.ones(2, np.float32), op=hvd.Sum, name="plain.dup"))
+        say("rank %d: plain_run: %s" % (rank, message))
+    else:
+        time.sleep(0.3)  # rank 0's request is still in flight when it reuses the name
+        handle = hvd.allreduce_async_(first, op=hvd.Sum, name="plain.dup")
+    hvd.synchronize(handle)
+    check.equal("plain_run.first", first, np.full(2, sum(range(1, size + 1)), np.float32))
+
+    message = check.expect_error(
+        "plain_run.mismatch", hvd.PreconditionError,
+        lambda: hvd.allreduce_(np.ones(rank + 2, np.float32), op=hvd.Sum, name="plain.mismatch"))
+    say("rank %d: plain_run: %s" % (rank, message))
+    message = check.expect_error("plain_run.count", TypeError,
+                                 lambda: _host_requests.run_plain(core.ALLREDUCE))
+    say("rank %d: plain_run: count: %s" % (rank, message))
+
+
 def single_copy_counter(check):
     mode = os.environ.get("TUTTI_SHM_SINGLE_COPY")
     if mode not in ("on", "off"):
@@ -216,6 +273,7 @@ def main():
     misuse(check)
     in_place_async(check)
     native_handle(check)
+    plain_run(check)
     single_copy_counter(check)
     interrupted(check)
     hvd.shutdown()

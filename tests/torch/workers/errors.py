@@ -1,12 +1,15 @@
 """Failures on 2 ranks: requests the ranks disagree about, reductions the core refuses,
 a name reused while in flight, unsupported tensors, misused handles; the job must keep
 working after each. Also checks that a grouped call is one request of the core, that
-waiting for a request lets other Python threads run, and that a request still pending at
+waiting for a request lets other Python threads run, that allreduce_'s native call
+declines what is not plain and can be interrupted, and that a request still pending at
 shutdown fails.
 
 Prints one line per check ("ok <label>: <message>" or "FAIL <label>: ..."); exits 1 on a failure.
 """
 
+import os
+import signal
 import sys
 import threading
 import time
@@ -98,6 +101,8 @@ def name_reused_in_flight():
                lambda: hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum), "dup")
         expect("duplicate_name_in_place", ValueError,
                lambda: hvd.allreduce_async_(torch.ones(2), name="dup", op=hvd.Sum), "dup")
+        expect("duplicate_name_blocking", ValueError,
+               lambda: hvd.allreduce_(torch.ones(2), name="dup", op=hvd.Sum), "dup")
     else:
         time.sleep(0.5)
         first = hvd.allreduce_async(torch.ones(2), name="dup", op=hvd.Sum)
@@ -179,6 +184,50 @@ def native_arguments_checked():
             report("native_args." + label, False, "expected TypeError, got %r" % exc)
         else:
             report("native_args." + label, False, "expected TypeError, but it was queued")
+
+
+def plain_runs_natively():
+    """allreduce_'s one native call declines, having queued nothing, every argument that is
+    not plain, and refuses a wrong argument count; Ctrl-C while it waits for a late peer
+    raises KeyboardInterrupt, and the tensor still receives the sum once the peer comes."""
+    x = torch.ones(4)
+    declined = {
+        "unnamed": (x, None, hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "empty_name": (x, "", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "adasum": (x, "p", hvd.Adasum, 1.0, 1.0, hvd.global_process_set),
+        "int_op": (x, "p", int(hvd.Sum), 1.0, 1.0, hvd.global_process_set),
+        "int_factor": (x, "p", hvd.Sum, 2, 1.0, hvd.global_process_set),
+        "other_set": (x, "p", hvd.Sum, 1.0, 1.0, None),
+        "strided": (torch.ones(8)[::2], "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
+        "sparse": (torch.ones(2, 2).to_sparse(), "p", hvd.Sum, 1.0, 1.0,
+                   hvd.global_process_set),
+        "numpy": (numpy.ones(4, numpy.float32), "p", hvd.Sum, 1.0, 1.0,
+                  hvd.global_process_set),
+    }
+    done = requests_done()
+    results = {label: native.run_plain(0, "allreduce", *args) for label, args in declined.items()}
+    report("plain_run.declined", all(r is False for r in results.values())
+           and requests_done() == done and torch.equal(x, torch.ones(4)), results)
+    try:
+        native.run_plain(0)
+    except TypeError as exc:
+        report("native_args.run_plain_count", "8 arguments" in str(exc), "TypeError: %s" % exc)
+    else:
+        report("native_args.run_plain_count", False, "expected TypeError")
+    late = torch.full((3,), float(hvd.rank() + 1))
+    if hvd.rank() == 0:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            hvd.allreduce_(late, op=hvd.Sum, name="plain.late")
+        except KeyboardInterrupt:
+            report("plain_run.interrupted", True, "KeyboardInterrupt")
+        else:
+            report("plain_run.interrupted", False, "the call returned")
+    else:
+        time.sleep(1.5)  # rank 0 is interrupted meanwhile
+        hvd.allreduce_(late, op=hvd.Sum, name="plain.late")
+    hvd.allreduce(torch.ones(1), name="plain.after")  # rank 0's request is done by now
+    report("plain_run.interrupted_sum", torch.equal(late, torch.full((3,), 3.0)), late.tolist())
 
 
 def waiting_releases_the_gil():
@@ -295,6 +344,7 @@ def main():
     grouped_calls_are_one_request()
     misused_handles()
     native_arguments_checked()
+    plain_runs_natively()
     waiting_releases_the_gil()
     blocking_calls_run_on_the_caller()
     handle = hvd.allreduce_async(torch.ones(1), name="once")

@@ -125,13 +125,10 @@ def _plain(array, name, op, prescale, postscale, process_set):
     return flags.c_contiguous and flags.writeable
 
 
-def run_plain_in_place(collective, kind, array, name, op, prescale, postscale, process_set):
-    """run() of one array when _plain(); False, having done nothing, otherwise."""
-    if not _plain(array, name, op, prescale, postscale, process_set):
-        return False
-    _run_in_place(collective, kind, name, core.GLOBAL_PROCESS_SET, [array],
-                  basics.PLAIN_REDUCE_CODES[op], prescale, postscale)
-    return True
+# run_plain(collective, array, name, op, prescale, postscale, process_set): run() of one
+# array in one native call when its arguments are those _plain() accepts (and its dtype is
+# supported); False, having done nothing, otherwise (common/python_entry/host_requests.cc).
+run_plain = _host_requests.run_plain
 
 
 def submit_plain_in_place(collective, kind, array, name, op, prescale, postscale,
@@ -211,3 +208,4 @@ _host_requests.bind(
     naming.request_name,
 )
 _host_requests.bind_errors(core.check, error_for_status)
+_host_requests.bind_plain(_global_set, numpy.ndarray, basics.PLAIN_REDUCE_CODES)

@@ -6,6 +6,9 @@ from tutti.common import adasum, core, requests
 from tutti.common.basics import Average
 from tutti.common.process_sets import global_process_set
 
+_run_plain = requests.run_plain
+_ALLREDUCE = core.ALLREDUCE
+
 
 def _reduce_args(collective, op, prescale_factor, postscale_factor, process_set):
     """The checked operator and scale factors of a reduction."""
@@ -73,9 +76,9 @@ def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_facto
 def allreduce_(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set):
     """Like allreduce(), but writes the result into `array` and returns it."""
-    # allreduce_async_() and synchronize() in one, without a handle's result function.
-    if requests.run_plain_in_place(core.ALLREDUCE, "allreduce", array, name, op,
-                                   prescale_factor, postscale_factor, process_set):
+    # allreduce_async_() and synchronize() in one, without a handle's result function; with
+    # plain arguments, in one native call.
+    if _run_plain(_ALLREDUCE, array, name, op, prescale_factor, postscale_factor, process_set):
         return array
     requests.check_in_place(array)
     args = _reduce_args(core.ALLREDUCE, op, prescale_factor, postscale_factor, process_set)

@@ -15,6 +15,9 @@ from . import requests
 from .compression import Compression
 from .requests import run_blocking
 
+_run_plain = requests.run_plain
+_ALLREDUCE = Collective.ALLREDUCE
+
 
 def _reduce_args(op, average, prescale_factor, postscale_factor):
     return (resolve_reduce_op(op, average), requests.scale(prescale_factor, "prescale_factor"),
@@ -187,10 +190,10 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces `tensor` across the ranks of `process_set` in place and returns it."""
     # allreduce_async_ and synchronize() in one, without a handle or a result closure
-    # (this is the small-request path a training loop's metric averaging takes).
-    if average is None and requests.run_plain_in_place(
-            Collective.ALLREDUCE, "allreduce", tensor, name, op, prescale_factor,
-            postscale_factor, process_set):
+    # (this is the small-request path a training loop's metric averaging takes); with plain
+    # arguments, in one native call.
+    if average is None and _run_plain(_ALLREDUCE, "allreduce", tensor, name, op,
+                                      prescale_factor, postscale_factor, process_set):
         return tensor
     op, prescale, postscale = _reduce_args(op, average, prescale_factor, postscale_factor)
     source = requests.contiguous(tensor)

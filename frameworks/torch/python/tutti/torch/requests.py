@@ -142,6 +142,7 @@ def run(collective, kind, name, process_set, inputs, outputs=None, op=0, prescal
 
 # tutti.common's plain reductions, and None: the default, Average.
 _PLAIN_REDUCE_CODES = {**PLAIN_REDUCE_CODES, None: PLAIN_REDUCE_CODES[ReduceOp.Average]}
+entry.bind_plain(_global_set, _PLAIN_REDUCE_CODES)
 
 
 def _plain(tensor, name, op, prescale, postscale, process_set):
@@ -158,18 +159,10 @@ def _plain(tensor, name, op, prescale, postscale, process_set):
             and _contiguous_dense((tensor,)))
 
 
-def run_plain_in_place(collective, kind, tensor, name, op, prescale, postscale, process_set):
-    """run() of one tensor in place through the native `run` alone when _plain(); False,
-    having done nothing, otherwise."""
-    if not _plain(tensor, name, op, prescale, postscale, process_set):
-        return False
-    inputs = [tensor]
-    number, done, _, _ = _run(collective, name, kind, _GLOBAL_SET_ID, inputs, inputs,
-                              _PLAIN_REDUCE_CODES[op], prescale, postscale, 0, None,
-                              _WAIT_SLICE_SECONDS)
-    while not done:  # in slices, so that Ctrl-C is noticed
-        done, _, _ = _wait(number, _WAIT_SLICE_SECONDS)
-    return True
+# run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set): run() of
+# one tensor in place in one native call when its arguments are those _plain() accepts;
+# False, having done nothing, otherwise (src/python_entry.cc).
+run_plain = entry.run_plain
 
 
 def submit_plain_in_place(collective, kind, tensor, name, op, prescale, postscale,
