@@ -1,7 +1,8 @@
 """tools/bench end to end: every implementation on 2 ranks at two sizes (--quick), then checks
 that the JSON holds every cell, that tutti's submission time is part of each 100-tensor
 call (one call per tensor and one grouped call), that tutti's cells count their single
-copies (and the 100-tensor rows their allreduces), and that the report names what it measured."""
+copies (and the 100-tensor rows their allreduces), and that the report names what it measured;
+also that the diagnostics fused_interleaved.py and isolated_breakdown.py run."""
 
 import json
 import os
@@ -102,3 +103,18 @@ def test_fused_interleaved_runs_and_reports_every_contender():
     lines = [line for line in result.stdout.splitlines() if line.endswith("x")]
     assert len(lines) == 2, launch.describe(result)  # one block of 20, then all calls
     assert "mpi4py 1 buffer" in lines[-1] and "tutti grouped" in lines[-1], lines[-1]
+
+
+def test_isolated_breakdown_times_both_apis():
+    # The diagnostic of an isolated 4-byte allreduce, through tutti.numpy and tutti.torch.
+    script = os.path.abspath(os.path.join("tools", "bench", "isolated_breakdown.py"))
+    for api in ("numpy", "torch"):
+        result = launch.run_ranks(2, [sys.executable, script, "--calls", "5", "--idle-ms", "1",
+                                      "--api", api], controller="mpi", timeout=120)
+        assert result.returncode == 0, launch.describe(result)
+        for rank in range(2):
+            prefix = "rank %d (tutti.%s): async: submit " % (rank, api)
+            line = next((text for text in result.stdout.splitlines()
+                         if text.startswith(prefix)), None)
+            assert line is not None, launch.describe(result)
+            assert "blocking: allreduce_ " in line and "mpi4py Allreduce " in line, line

@@ -1,13 +1,15 @@
-"""Where an isolated 4-byte allreduce through tutti.numpy spends its time.
+"""Where an isolated 4-byte allreduce through tutti.numpy (or tutti.torch) spends its time.
 
     mpirun -np 2 python tools/bench/isolated_breakdown.py [--calls 80] [--idle-ms 10]
+        [--api numpy|torch]
 
 Like the benchmark's isolated test, each call follows a barrier and an idle pause. Prints,
 per rank, the medians of: the asynchronous path (the Python submission `allreduce_async_`
 and the wait in `synchronize`); the blocking path (`allreduce_` end to end, which runs the
 cycle on the caller's thread through `tutti_run`); then mpi4py's own isolated `Allreduce`
-under the same conditions, for scale. The three take turns call by call. tutti.numpy calls
-the core from C (tutti.common._host_requests), so the C calls alone are not timed here:
+under the same conditions, for scale (on the array, or the tensor's numpy view). The three
+take turns call by call. Both APIs call the core from C (tutti.common._host_requests,
+tutti.torch's native entry), so the C calls alone are not timed here:
 tools/bench/c_api_latency measures them without Python.
 """
 
@@ -15,20 +17,26 @@ import argparse
 import statistics
 import time
 
+import importlib
+
 import numpy
 from mpi4py import MPI
-
-import tutti.numpy as hvd
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=80)
     parser.add_argument("--idle-ms", type=float, default=10.0)
+    parser.add_argument("--api", choices=("numpy", "torch"), default="numpy")
     args = parser.parse_args()
+    hvd = importlib.import_module("tutti." + args.api)
     comm = MPI.COMM_WORLD
     hvd.init()
-    x = numpy.zeros(1, numpy.float32)
+    if args.api == "torch":
+        x = importlib.import_module("torch").zeros(1)
+        x_array = x.numpy()  # the same memory, for mpi4py
+    else:
+        x = x_array = numpy.zeros(1, numpy.float32)
     for _ in range(20):
         hvd.allreduce_(x, op=hvd.Sum, name="isolated")
         hvd.synchronize(hvd.allreduce_async_(x, op=hvd.Sum, name="isolated"))
@@ -47,17 +55,17 @@ def main():
             hvd.allreduce_(x, op=hvd.Sum, name="isolated")
             blocking.append(time.perf_counter() - start)
         else:
-            comm.Allreduce(MPI.IN_PLACE, x)
+            comm.Allreduce(MPI.IN_PLACE, x_array)
             mpi.append(time.perf_counter() - start)
     hvd.shutdown()
 
     def us(values):
         return "%.0f us" % (statistics.median(values) * 1e6)
 
-    line = ("rank %d: async: submit %s, wait %s, total %s; blocking: allreduce_ %s; "
+    line = ("rank %d (tutti.%s): async: submit %s, wait %s, total %s; blocking: allreduce_ %s; "
             "mpi4py Allreduce %s"
-            % (comm.rank, us(submit), us(wait), us([s + w for s, w in zip(submit, wait)]),
-               us(blocking), us(mpi)))
+            % (comm.rank, args.api, us(submit), us(wait),
+               us([s + w for s, w in zip(submit, wait)]), us(blocking), us(mpi)))
     lines = comm.gather(line)
     if comm.rank == 0:
         print("\n".join(lines))
