@@ -5,7 +5,7 @@
 namespace tutti {
 
 Status RequestQueue::Enqueue(PendingOp op) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AdaptiveMutex> lock(mutex_);
   if (closed_) return close_reason_;
   auto inserted = in_flight_.try_emplace(op.meta.name);
   if (!inserted.second) {
@@ -21,7 +21,7 @@ Status RequestQueue::Enqueue(PendingOp op) {
 }
 
 std::vector<RequestMeta> RequestQueue::TakeNew() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AdaptiveMutex> lock(mutex_);
   std::vector<RequestMeta> result;
   result.reserve(new_.size());
   for (Entry* entry : new_) {
@@ -33,7 +33,7 @@ std::vector<RequestMeta> RequestQueue::TakeNew() {
 }
 
 bool RequestQueue::Take(const std::string& name, PendingOp* op) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AdaptiveMutex> lock(mutex_);
   auto it = in_flight_.find(name);
   if (it == in_flight_.end()) return false;
   // Answered before this rank sorted it (another rank's request of the same name, e.g. while
@@ -45,22 +45,22 @@ bool RequestQueue::Take(const std::string& name, PendingOp* op) {
 }
 
 bool RequestQueue::Empty() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AdaptiveMutex> lock(mutex_);
   return in_flight_.empty();
 }
 
 bool RequestQueue::HasNew() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AdaptiveMutex> lock(mutex_);
   return !new_.empty();
 }
 
 bool RequestQueue::HasWaiting() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AdaptiveMutex> lock(mutex_);
   return in_flight_.size() > new_.size();  // every new entry is in flight
 }
 
 std::vector<PendingOp> RequestQueue::Close(const Status& reason) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<AdaptiveMutex> lock(mutex_);
   closed_ = true;
   close_reason_ = reason;
   std::vector<PendingOp> result;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "requests/request.h"
+#include "base/adaptive_mutex.h"
 #include "base/status.h"
 
 namespace tutti {
@@ -84,7 +85,7 @@ class RequestQueue {
     PendingOp op;
     bool is_new = true;  // not yet returned by TakeNew()
   };
-  std::mutex mutex_;
+  AdaptiveMutex mutex_;  // taken in turns by submitting threads and the core's thread
   std::unordered_map<std::string, Entry> in_flight_;
   // The new entries in submission order; map nodes do not move, so no name is copied.
   std::vector<Entry*> new_;
