@@ -30,7 +30,7 @@ def test_host_requests(np_, controller, single_copy):
     for rank in range(np_):
         # Rank 0 also checks the interruption, the native handle's timeout and a plain
         # call refused for its name.
-        cases = 31 if rank == 0 else 28
+        cases = 32 if rank == 0 else 29
         cases += single_copy is not None  # the 4 MiB sum
         assert "rank %d/%d: %d cases ok, 0 failed" % (rank, np_, cases) in result.stdout, \
             launch.describe(result)

@@ -79,6 +79,9 @@ void CacheCoordination::Remember(const Response& response, const RequestMeta* mi
 }
 
 void CacheCoordination::ForgetRemovedSets(const ProcessSetRegistry& sets) {
+  // Looking up every entry's set takes the registry's lock once per entry, every cycle;
+  // a job that never removed a set (ids are never reused) has nothing to find.
+  if (sets.removals() == 0) return;
   std::vector<int> gone;
   cache_.occupied().ForEach([&](int slot) {
     if (sets.Size(cache_.response(slot).process_set) < 0) gone.push_back(slot);

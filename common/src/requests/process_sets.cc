@@ -37,8 +37,9 @@ int32_t ProcessSetRegistry::Add(const std::vector<int32_t>& ranks) {
 
 bool ProcessSetRegistry::Remove(int32_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (id == TUTTI_GLOBAL_PROCESS_SET) return false;
-  return sets_.erase(id) == 1;
+  if (id == TUTTI_GLOBAL_PROCESS_SET || sets_.erase(id) != 1) return false;
+  removals_.fetch_add(1, std::memory_order_release);
+  return true;
 }
 
 bool ProcessSetRegistry::Members(int32_t id, std::vector<int32_t>* ranks) const {

@@ -5,6 +5,7 @@
 #ifndef TUTTI_SRC_PROCESS_SETS_H_
 #define TUTTI_SRC_PROCESS_SETS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -34,9 +35,12 @@ class ProcessSetRegistry {
   int RankIn(int32_t id, int global_rank) const;
   // Size of set `id`, or -1 when unknown.
   int Size(int32_t id) const;
+  // How many sets were removed so far (without the lock).
+  uint64_t removals() const { return removals_.load(std::memory_order_acquire); }
 
  private:
   mutable std::mutex mutex_;
+  std::atomic<uint64_t> removals_{0};
   std::map<int32_t, std::vector<int32_t>> sets_;
   int32_t next_id_ = 1;
 };

@@ -22,12 +22,12 @@
 6. single_copy_counter: with TUTTI_SHM_SINGLE_COPY=on (and TUTTI_TEST_SINGLE_COPY=1: the
    kernel permits it), a 4 MiB allreduce_ takes the single copy and the counter
    shm_single_copy_calls counts it; with TUTTI_SHM_SINGLE_COPY=off it stays 0.
-7. plain_run: allreduce_'s one native call (_host_requests.run_plain) declines, having
-   done nothing, every argument that is not plain (no name, an empty one, Adasum, an int
-   op or factor, another process set, a read-only, strided, subclassed or complex array);
-   a plain call whose name is still in flight is refused with the core's error, one whose
-   shapes differ across ranks fails with its PreconditionError, and a wrong argument count
-   raises TypeError.
+7. plain_run: allreduce_'s one native call (_host_requests.run_plain) runs a plain call
+   (the array holds the sum) and declines, having done nothing, every argument that is not
+   plain (no name, an empty one, Adasum, an int op or factor, another process set, a
+   read-only, strided, subclassed or complex array); a plain call whose name is still in
+   flight is refused with the core's error, one whose shapes differ across ranks fails
+   with its PreconditionError, and a wrong argument count raises TypeError.
 8. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
    KeyboardInterrupt; the request stays kept with its array, which holds the sum once
    the peer joins, and is released at the next call.
@@ -205,6 +205,10 @@ def plain_run(check):
     if hvd.counters()["requests_done"] != done:
         check.fail("plain_run.declined", "a declined call ran a request")
     check.equal("plain_run.untouched", x, np.ones(4, np.float32))
+    if _host_requests.run_plain(core.ALLREDUCE, x, "plain.ran", hvd.Sum, 1.0, 1.0,
+                                hvd.global_process_set) is not True:
+        check.fail("plain_run.ran", "a plain call was declined")
+    check.equal("plain_run.ran_sum", x, np.full(4, size, np.float32))
 
     first = np.full(2, rank + 1, np.float32)
     if rank == 0:

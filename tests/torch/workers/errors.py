@@ -191,23 +191,22 @@ def plain_runs_natively():
     not plain, and refuses a wrong argument count; Ctrl-C while it waits for a late peer
     raises KeyboardInterrupt, and the tensor still receives the sum once the peer comes."""
     x = torch.ones(4)
-    declined = {
-        "unnamed": (x, None, hvd.Sum, 1.0, 1.0, hvd.global_process_set),
-        "empty_name": (x, "", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
-        "adasum": (x, "p", hvd.Adasum, 1.0, 1.0, hvd.global_process_set),
-        "int_op": (x, "p", int(hvd.Sum), 1.0, 1.0, hvd.global_process_set),
-        "int_factor": (x, "p", hvd.Sum, 2, 1.0, hvd.global_process_set),
-        "other_set": (x, "p", hvd.Sum, 1.0, 1.0, None),
-        "strided": (torch.ones(8)[::2], "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set),
-        "sparse": (torch.ones(2, 2).to_sparse(), "p", hvd.Sum, 1.0, 1.0,
-                   hvd.global_process_set),
-        "numpy": (numpy.ones(4, numpy.float32), "p", hvd.Sum, 1.0, 1.0,
-                  hvd.global_process_set),
-    }
+    plain = [x, "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set]
+    # Each variant changes one argument of the plain call above.
+    changes = {"unnamed": (1, None), "empty_name": (1, ""), "adasum": (2, hvd.Adasum),
+               "int_op": (2, int(hvd.Sum)), "int_factor": (3, 2), "other_set": (5, None),
+               "strided": (0, torch.ones(8)[::2]), "sparse": (0, torch.ones(2, 2).to_sparse()),
+               "numpy": (0, numpy.ones(4, numpy.float32))}
+    declined = {}
+    for label, (index, value) in changes.items():
+        declined[label] = plain[:index] + [value] + plain[index + 1:]
     done = requests_done()
     results = {label: native.run_plain(0, "allreduce", *args) for label, args in declined.items()}
     report("plain_run.declined", all(r is False for r in results.values())
            and requests_done() == done and torch.equal(x, torch.ones(4)), results)
+    ran = native.run_plain(0, "allreduce", x, "plain.ran", *plain[2:])
+    report("plain_run.ran", ran is True and torch.equal(x, torch.full((4,), 2.0)),
+           "%r, %s" % (ran, x.tolist()))
     try:
         native.run_plain(0)
     except TypeError as exc:
