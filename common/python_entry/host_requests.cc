@@ -31,17 +31,6 @@
 //       once per process: refused(status) raises the core's error for a request it did
 //       not queue (tutti.common.core.check); failed(status, message) returns the exception
 //       for a request that failed (tutti.common.exceptions.error_for_status).
-//   submit_in_place(name, kind, process_set, collective, array, reduce_op, prescale,
-//                   postscale) -> InPlaceRequest
-//       queues one in-place request on one C-contiguous writable array under a non-empty
-//       str name (the caller checked both), with a completion record of its own: the
-//       returned handle waits natively. handle.wait(timeout=None) returns the array or
-//       raises the request's error (TimeoutError when `timeout` seconds pass first; the
-//       request keeps running); handle.done() says whether it completed; handle.name is
-//       the request's name. A handle dropped before its request is done leaves its record
-//       and array to the module until the core is done with them. Per request this
-//       replaces a ctypes record, a Python handle and a registry entry (about 4 us of
-//       submitting and waiting on the VMs measured) with one native object.
 //   bind_plain(global_set, ndarray, codes)
 //       once per process: what makes a request plain (below): the global process set
 //       object, numpy.ndarray and the dict ReduceOp member -> tutti_reduce_op of the plain
@@ -54,6 +43,17 @@
 //       general path then checks the arguments and names what is wrong). One C call in
 //       place of four Python functions: after an idle spell they cost an isolated call
 //       about as much as the whole collective.
+//   submit_plain(collective, array, name, op, prescale, postscale, process_set)
+//       -> InPlaceRequest or None
+//       allreduce_async_ in one call when its arguments are plain (as above): queues the
+//       request with a completion record of its own and returns a handle that waits
+//       natively, or None, having done nothing. handle.wait(timeout=None) returns the
+//       array or raises the request's error (TimeoutError when `timeout` seconds pass
+//       first; the request keeps running); handle.done() says whether it completed;
+//       handle.name is the request's name. A handle dropped before its request is done
+//       leaves its record and array to the module until the core is done with them. Per
+//       request this replaces a ctypes record, a Python handle, a registry entry and the
+//       Python argument checks with one native call and object.
 //
 // The module knows no Python package of tutti: it links neither the core (its functions
 // arrive as addresses) nor numpy (arrays are read through the buffer protocol), so it
@@ -420,7 +420,7 @@ PyObject* BindErrors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// The handle of a submit_in_place request.
+// The handle of a submit_plain request.
 struct InPlaceRequest {
   PyObject_HEAD
   tutti_completion* record;  // the core writes it until the request is done
@@ -534,56 +534,6 @@ PyMemberDef in_place_request_members[] = {
 
 PyTypeObject in_place_request_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
-PyObject* SubmitInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (!Callable("submit_in_place", nargs, 8)) return nullptr;
-  if (bound.refused == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "submit_in_place() before bind_errors()");
-    return nullptr;
-  }
-  if (!abandoned.empty()) ReleaseFinished();
-  PyObject* name = args[0];
-  PyObject* array = args[4];
-  long long process_set = 0, collective = 0, reduce_op = 0;
-  double prescale = 1.0, postscale = 1.0;
-  tutti_tensor tensor{};
-  std::vector<int64_t> shape;
-  tutti_request request = {};
-  if (!PyUnicode_Check(name) || (request.name = PyUnicode_AsUTF8(name)) == nullptr ||
-      !ToLong(args[2], &process_set) || !ToLong(args[3], &collective) ||
-      !ViewOf(array, true, &tensor, &shape) || !ToLong(args[5], &reduce_op) ||
-      !ToDouble(args[6], &prescale) || !ToDouble(args[7], &postscale)) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "name must be a str");
-    return nullptr;
-  }
-  auto* self = PyObject_New(InPlaceRequest, &in_place_request_type);
-  if (self == nullptr) return nullptr;
-  self->record = new tutti_completion();
-  Py_INCREF(array);
-  self->array = array;
-  Py_INCREF(name);
-  self->name = name;
-  request.collective = static_cast<tutti_collective>(collective);
-  request.process_set = static_cast<int32_t>(process_set);
-  request.num_tensors = 1;
-  request.inputs = &tensor;
-  request.outputs = &tensor;
-  request.reduce_op = static_cast<tutti_reduce_op>(reduce_op);
-  request.prescale = prescale;
-  request.postscale = postscale;
-  request.done = bound.done;
-  request.user_data = self->record;
-  tutti_status status;
-  Py_BEGIN_ALLOW_THREADS
-  status = bound.enqueue(&request);
-  Py_END_ALLOW_THREADS
-  if (status != TUTTI_OK) {  // not queued: the core never calls `done`
-    bound.done(self->record, status, "");  // lets the handle go without keeping anything
-    Py_DECREF(self);
-    return RaiseRefused(status, name);
-  }
-  return reinterpret_cast<PyObject*>(self);
-}
-
 PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs != 3 || !PyType_Check(args[1]) || !PyDict_Check(args[2])) {
     PyErr_SetString(PyExc_TypeError,
@@ -620,49 +570,94 @@ bool PlainOp(PyObject* op, long* code) {
   return false;
 }
 
-PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (!Callable("run_plain", nargs, 7)) return nullptr;
+// The arguments of a plain call, (collective, array, name, op, prescale, postscale,
+// process_set), as a request on one tensor: kNotPlain (no Python error set) when they are
+// not plain, kFailed with the Python error set when the collective is not an int.
+enum class Plain { kYes, kNotPlain, kFailed };
+
+Plain PlainRequest(const char* function, PyObject* const* args, Py_ssize_t nargs,
+                   tutti_request* request, tutti_tensor* tensor, std::vector<int64_t>* shape) {
+  if (!Callable(function, nargs, 7)) return Plain::kFailed;
   if (bound.global_set == nullptr || bound.refused == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "run_plain() before bind_plain() and bind_errors()");
-    return nullptr;
+    PyErr_Format(PyExc_RuntimeError, "%s() before bind_plain() and bind_errors()", function);
+    return Plain::kFailed;
   }
   PyObject* array = args[1];
   PyObject* name = args[2];
   long reduce_op = 0;
-  long long collective = 0;
   if (Py_TYPE(array) != reinterpret_cast<PyTypeObject*>(bound.ndarray_type) ||
       !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
       !PlainOp(args[3], &reduce_op) || !PyFloat_CheckExact(args[4]) ||
       !PyFloat_CheckExact(args[5]) || args[6] != bound.global_set) {
-    Py_RETURN_FALSE;
+    return Plain::kNotPlain;
   }
+  if (!ViewOf(array, true, tensor, shape)) {
+    // Read-only, not C-contiguous or an unsupported dtype: the general path says which.
+    PyErr_Clear();
+    return Plain::kNotPlain;
+  }
+  long long collective = 0;
+  if (!ToLong(args[0], &collective) || (request->name = PyUnicode_AsUTF8(name)) == nullptr) {
+    return Plain::kFailed;
+  }
+  if (!abandoned.empty()) ReleaseFinished();
+  request->collective = static_cast<tutti_collective>(collective);
+  request->process_set = TUTTI_GLOBAL_PROCESS_SET;
+  request->num_tensors = 1;
+  request->inputs = tensor;
+  request->outputs = tensor;
+  request->reduce_op = static_cast<tutti_reduce_op>(reduce_op);
+  request->prescale = PyFloat_AS_DOUBLE(args[4]);
+  request->postscale = PyFloat_AS_DOUBLE(args[5]);
+  return Plain::kYes;
+}
+
+PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   tutti_request request = {};
   tutti_tensor tensor{};
   std::vector<int64_t> shape;
-  if (!ViewOf(array, true, &tensor, &shape)) {
-    // Read-only, not C-contiguous or an unsupported dtype: the general path says which.
-    PyErr_Clear();
-    Py_RETURN_FALSE;
+  switch (PlainRequest("run_plain", args, nargs, &request, &tensor, &shape)) {
+    case Plain::kNotPlain: Py_RETURN_FALSE;
+    case Plain::kFailed: return nullptr;
+    case Plain::kYes: break;
   }
-  if (!ToLong(args[0], &collective) || (request.name = PyUnicode_AsUTF8(name)) == nullptr) {
-    return nullptr;
-  }
-  if (!abandoned.empty()) ReleaseFinished();
-  request.collective = static_cast<tutti_collective>(collective);
-  request.process_set = TUTTI_GLOBAL_PROCESS_SET;
-  request.num_tensors = 1;
-  request.inputs = &tensor;
-  request.outputs = &tensor;
-  request.reduce_op = static_cast<tutti_reduce_op>(reduce_op);
-  request.prescale = PyFloat_AS_DOUBLE(args[4]);
-  request.postscale = PyFloat_AS_DOUBLE(args[5]);
   tutti_status status;
-  tutti_completion* record = RunAndWait(&request, array, kRunSliceSeconds, &status);
-  if (record == nullptr) return status != TUTTI_OK ? RaiseRefused(status, name) : nullptr;
+  tutti_completion* record = RunAndWait(&request, args[1], kRunSliceSeconds, &status);
+  if (record == nullptr) return status != TUTTI_OK ? RaiseRefused(status, args[2]) : nullptr;
   PyObject* result = record->status == TUTTI_OK ? (Py_INCREF(Py_True), Py_True)
-                                                : RaiseFailed(record, name);
+                                                : RaiseFailed(record, args[2]);
   delete record;
   return result;
+}
+
+PyObject* SubmitPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  tutti_request request = {};
+  tutti_tensor tensor{};
+  std::vector<int64_t> shape;
+  switch (PlainRequest("submit_plain", args, nargs, &request, &tensor, &shape)) {
+    case Plain::kNotPlain: Py_RETURN_NONE;
+    case Plain::kFailed: return nullptr;
+    case Plain::kYes: break;
+  }
+  auto* self = PyObject_New(InPlaceRequest, &in_place_request_type);
+  if (self == nullptr) return nullptr;
+  self->record = new tutti_completion();
+  Py_INCREF(args[1]);
+  self->array = args[1];
+  Py_INCREF(args[2]);
+  self->name = args[2];
+  request.done = bound.done;
+  request.user_data = self->record;
+  tutti_status status;
+  Py_BEGIN_ALLOW_THREADS
+  status = bound.enqueue(&request);
+  Py_END_ALLOW_THREADS
+  if (status != TUTTI_OK) {  // not queued: the core never calls `done`
+    bound.done(self->record, status, "");  // lets the handle go without keeping anything
+    Py_DECREF(self);
+    return RaiseRefused(status, args[2]);
+  }
+  return reinterpret_cast<PyObject*>(self);
 }
 
 // How many interrupted run_in_place requests and dropped handles are still kept (for tests).
@@ -687,13 +682,14 @@ PyMethodDef methods[] = {
      "still kept."},
     {"bind_errors", FastCall(&BindErrors), METH_FASTCALL,
      "Binds the functions that raise or build the core's errors."},
-    {"submit_in_place", FastCall(&SubmitInPlace), METH_FASTCALL,
-     "Queues one in-place request on one array; returns its native handle."},
     {"bind_plain", FastCall(&BindPlain), METH_FASTCALL,
      "Binds what makes a request plain: the global process set, ndarray, the reduce ops."},
     {"run_plain", FastCall(&RunPlain), METH_FASTCALL,
      "Runs one plain in-place request and waits for it; False, having done nothing, if it "
      "is not plain."},
+    {"submit_plain", FastCall(&SubmitPlain), METH_FASTCALL,
+     "Queues one plain in-place request; returns its native handle, or None, having done "
+     "nothing, if it is not plain."},
     {nullptr, nullptr, 0, nullptr},
 };
 

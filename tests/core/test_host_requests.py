@@ -60,8 +60,8 @@ def test_host_requests(np_, controller, single_copy):
             "interrupted: ok",
             "native_handle: allreduce of tensor 'native.mismatch': ranks disagree: shape "
             "differs: " + "; ".join("[%d] on rank %d" % (r + 2, r) for r in range(np_)),
-            "native_handle: count: submit_in_place() takes 8 arguments (1 given)",
-            "native_handle: name: name must be a str",
+            "native_handle: count: submit_plain() takes 7 arguments (1 given)",
+            "native_handle: collective: 'str' object cannot be interpreted as an integer",
             "plain_run: allreduce of tensor 'plain.mismatch': ranks disagree: shape "
             "differs: " + "; ".join("[%d] on rank %d" % (r + 2, r) for r in range(np_)),
             "plain_run: count: run_plain() takes 7 arguments (1 given)",

@@ -1,4 +1,4 @@
-// tutti.torch's way into the core: a CPython module of seven functions, built by
+// tutti.torch's way into the core: a CPython module of eight functions, built by
 // tutti_torch_python_entry() once the library is loaded (tutti/torch/_native.py).
 //
 //   enqueue(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
@@ -25,6 +25,10 @@
 //                              False, having done nothing, otherwise. One C call in place of
 //                              four Python functions, which after an idle spell cost an
 //                              isolated call about as much as the collective itself
+//   enqueue_plain(collective, kind, tensor, name, op, prescale, postscale, process_set)
+//       -> handle or None     allreduce_async_ in one call when its arguments are plain (as
+//                              above): queues the request as enqueue() does; None, having
+//                              done nothing, otherwise
 //   contiguous_dense(tensors) -> bool
 //                              whether a list or tuple holds only dense, contiguous tensors,
 //                              which a request takes as they are: one call instead of a
@@ -328,29 +332,44 @@ bool PlainOp(PyObject* op, int64_t* code) {
   return false;
 }
 
-PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (!ArgCount("run_plain", nargs, 8)) return nullptr;
+// The arguments of a plain call, (collective, kind, tensor, name, op, prescale, postscale,
+// process_set), as a submission: kNotPlain (no Python error set) when they are not plain,
+// kFailed with the Python error set when one is malformed.
+enum class Plain { kYes, kNotPlain, kFailed };
+
+Plain PlainSubmission(const char* function, PyObject* const* args, Py_ssize_t nargs,
+                      Submission* submission) {
+  if (!ArgCount(function, nargs, 8)) return Plain::kFailed;
   if (global_set == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "run_plain() before bind_plain()");
-    return nullptr;
+    PyErr_Format(PyExc_RuntimeError, "%s() before bind_plain()", function);
+    return Plain::kFailed;
   }
   PyObject* name = args[3];
-  Submission submission;
   if (!PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
-      !PlainOp(args[4], &submission.op) || !PyFloat_CheckExact(args[5]) ||
+      !PlainOp(args[4], &submission->op) || !PyFloat_CheckExact(args[5]) ||
       !PyFloat_CheckExact(args[6]) || args[7] != global_set || !ContiguousDenseTensor(args[2])) {
-    Py_RETURN_FALSE;
+    return Plain::kNotPlain;
   }
-  if (!ToInt(args[0], &submission.collective) || !ToString(args[1], &submission.kind) ||
-      !ToString(name, &submission.name)) {
-    return nullptr;
+  if (!ToInt(args[0], &submission->collective) || !ToString(args[1], &submission->kind) ||
+      !ToString(name, &submission->name)) {
+    return Plain::kFailed;
   }
-  submission.process_set = TUTTI_GLOBAL_PROCESS_SET;
-  submission.inputs.push_back(THPVariable_Unpack(args[2]));
-  submission.has_outputs = true;
-  submission.outputs = submission.inputs;
-  submission.prescale = PyFloat_AS_DOUBLE(args[5]);
-  submission.postscale = PyFloat_AS_DOUBLE(args[6]);
+  submission->process_set = TUTTI_GLOBAL_PROCESS_SET;
+  submission->inputs.push_back(THPVariable_Unpack(args[2]));
+  submission->has_outputs = true;
+  submission->outputs = submission->inputs;
+  submission->prescale = PyFloat_AS_DOUBLE(args[5]);
+  submission->postscale = PyFloat_AS_DOUBLE(args[6]);
+  return Plain::kYes;
+}
+
+PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  Submission submission;
+  switch (PlainSubmission("run_plain", args, nargs, &submission)) {
+    case Plain::kNotPlain: Py_RETURN_FALSE;
+    case Plain::kFailed: return nullptr;
+    case Plain::kYes: break;
+  }
   try {
     // As run(): without the GIL, since a cycle run here may call other frontends' Python.
     const int64_t handle =
@@ -361,6 +380,21 @@ PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       if (!done && PyErr_CheckSignals() < 0) return nullptr;  // the request stays in the table
     }
     Py_RETURN_TRUE;
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
+}
+
+PyObject* EnqueuePlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  Submission submission;
+  switch (PlainSubmission("enqueue_plain", args, nargs, &submission)) {
+    case Plain::kNotPlain: Py_RETURN_NONE;
+    case Plain::kFailed: return nullptr;
+    case Plain::kYes: break;
+  }
+  try {
+    return PyLong_FromLongLong(Submit(std::move(submission), -1.0));
   } catch (...) {
     RaiseCurrent();
     return nullptr;
@@ -383,6 +417,9 @@ PyMethodDef methods[] = {
     {"run_plain", FastCall(&RunPlain), METH_FASTCALL,
      "Runs one plain in-place allreduce and waits for it; False, having done nothing, if "
      "it is not plain."},
+    {"enqueue_plain", FastCall(&EnqueuePlain), METH_FASTCALL,
+     "Queues one plain in-place allreduce; returns its handle, or None, having done "
+     "nothing, if it is not plain."},
     {"contiguous_dense", FastCall(&ContiguousDense), METH_FASTCALL,
      "Whether a list or tuple holds only dense, contiguous tensors."},
     {nullptr, nullptr, 0, nullptr},

@@ -23,11 +23,12 @@
    kernel permits it), a 4 MiB allreduce_ takes the single copy and the counter
    shm_single_copy_calls counts it; with TUTTI_SHM_SINGLE_COPY=off it stays 0.
 7. plain_run: allreduce_'s one native call (_host_requests.run_plain) runs a plain call
-   (the array holds the sum) and declines, having done nothing, every argument that is not
-   plain (no name, an empty one, Adasum, an int op or factor, another process set, a
-   read-only, strided, subclassed or complex array); a plain call whose name is still in
-   flight is refused with the core's error, one whose shapes differ across ranks fails
-   with its PreconditionError, and a wrong argument count raises TypeError.
+   (the array holds the sum); it and allreduce_async_'s (submit_plain) decline, having
+   done nothing, every argument that is not plain (no name, an empty one, Adasum, an int
+   op or factor, another process set, a read-only, strided, subclassed or complex array);
+   a plain call whose name is still in flight is refused with the core's error, one whose
+   shapes differ across ranks fails with its PreconditionError, and a wrong argument count
+   raises TypeError.
 8. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
    KeyboardInterrupt; the request stays kept with its array, which holds the sum once
    the peer joins, and is released at the next call.
@@ -169,9 +170,9 @@ def native_handle(check):
         check.fail("native_handle.released", "%d dropped requests still kept after they "
                    "completed" % _host_requests.abandoned_count())
 
-    calls = {"count": lambda: _host_requests.submit_in_place("x"),
-             "name": lambda: _host_requests.submit_in_place(None, "allreduce", 0, 0, x, 0,
-                                                            1.0, 1.0)}
+    calls = {"count": lambda: _host_requests.submit_plain("x"),
+             "collective": lambda: _host_requests.submit_plain(
+                 "allreduce", x, "native.bad", hvd.Sum, 1.0, 1.0, hvd.global_process_set)}
     for label, call in calls.items():
         message = check.expect_error("native_handle." + label, TypeError, call)
         say("rank %d: native_handle: %s: %s" % (rank, label, message))
@@ -202,6 +203,8 @@ def plain_run(check):
     for label, args in declined.items():
         if _host_requests.run_plain(core.ALLREDUCE, *args) is not False:
             check.fail("plain_run." + label, "run_plain did not decline")
+        if _host_requests.submit_plain(core.ALLREDUCE, *args) is not None:
+            check.fail("plain_run.submit_" + label, "submit_plain did not decline")
     if hvd.counters()["requests_done"] != done:
         check.fail("plain_run.declined", "a declined call ran a request")
     check.equal("plain_run.untouched", x, np.ones(4, np.float32))

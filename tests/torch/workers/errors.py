@@ -187,8 +187,8 @@ def native_arguments_checked():
 
 
 def plain_runs_natively():
-    """allreduce_'s one native call declines, having queued nothing, every argument that is
-    not plain, and refuses a wrong argument count; Ctrl-C while it waits for a late peer
+    """allreduce_'s and allreduce_async_'s native calls decline, having queued nothing,
+    every argument that is not plain, and refuse a wrong argument count; Ctrl-C while it waits for a late peer
     raises KeyboardInterrupt, and the tensor still receives the sum once the peer comes."""
     x = torch.ones(4)
     plain = [x, "p", hvd.Sum, 1.0, 1.0, hvd.global_process_set]
@@ -201,18 +201,22 @@ def plain_runs_natively():
     for label, (index, value) in changes.items():
         declined[label] = plain[:index] + [value] + plain[index + 1:]
     done = requests_done()
-    results = {label: native.run_plain(0, "allreduce", *args) for label, args in declined.items()}
-    report("plain_run.declined", all(r is False for r in results.values())
+    results = {label: (native.run_plain(0, "allreduce", *args),
+                       native.enqueue_plain(0, "allreduce", *args))
+               for label, args in declined.items()}
+    report("plain_run.declined", all(r == (False, None) for r in results.values())
            and requests_done() == done and torch.equal(x, torch.ones(4)), results)
     ran = native.run_plain(0, "allreduce", x, "plain.ran", *plain[2:])
     report("plain_run.ran", ran is True and torch.equal(x, torch.full((4,), 2.0)),
            "%r, %s" % (ran, x.tolist()))
-    try:
-        native.run_plain(0)
-    except TypeError as exc:
-        report("native_args.run_plain_count", "8 arguments" in str(exc), "TypeError: %s" % exc)
-    else:
-        report("native_args.run_plain_count", False, "expected TypeError")
+    for function in (native.run_plain, native.enqueue_plain):
+        label = "native_args.%s_count" % function.__name__
+        try:
+            function(0)
+        except TypeError as exc:
+            report(label, "8 arguments" in str(exc), "TypeError: %s" % exc)
+        else:
+            report(label, False, "expected TypeError")
     late = torch.full((3,), float(hvd.rank() + 1))
     if hvd.rank() == 0:
         threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()

@@ -109,39 +109,23 @@ def run(collective, kind, name, process_set, arrays, op, prescale, postscale):
                   basics.core_reduce_op(op), prescale, postscale)
 
 
-def _plain(array, name, op, prescale, postscale, process_set):
-    """Whether an in-place request on one array needs no conversion or check in Python: a
-    named request on the global set, a ReduceOp other than Adasum, float factors, a
-    C-contiguous writeable ndarray. The short paths below take such requests straight to
-    the native calls; anything else takes the general path, which gives every error its
-    message. Why: after an idle spell each Python function a call runs costs tens of
-    microseconds on small VMs, and a gradient loop pays for each one per array."""
-    if (type(name) is not str or not name or process_set is not _global_set
-            or type(prescale) is not float or type(postscale) is not float
-            or type(op) is not ReduceOp or op is ReduceOp.Adasum
-            or type(array) is not numpy.ndarray):
-        return False
-    flags = array.flags
-    return flags.c_contiguous and flags.writeable
-
-
+# The short paths of one in-place array (common/python_entry/host_requests.cc) take a
+# request straight to the native calls when its arguments need no conversion or check in
+# Python: a non-empty str name, the global set, a ReduceOp other than Adasum, float factors,
+# a C-contiguous writable numpy.ndarray of a supported dtype. Anything else is declined
+# (nothing done) and takes the general path, which gives every error its message. Why:
+# after an idle spell each Python function a call runs costs tens of microseconds on small
+# VMs, and a gradient loop pays for each one per array.
+#
 # run_plain(collective, array, name, op, prescale, postscale, process_set): run() of one
-# array in one native call when its arguments are those _plain() accepts (and its dtype is
-# supported); False, having done nothing, otherwise (common/python_entry/host_requests.cc).
+# such array; True once done (raising the request's error), False when declined.
 run_plain = _host_requests.run_plain
 
-
-def submit_plain_in_place(collective, kind, array, name, op, prescale, postscale,
-                          process_set):
-    """submit() of one array in place when _plain() (and no run_blocking() is under way),
-    without the general path's argument resolution; the handle, native
-    (_host_requests.InPlaceRequest: wait() and done() like a Handle's), returns `array`.
-    None, having done nothing, otherwise."""
-    if _this_thread.blocking or not _plain(array, name, op, prescale, postscale, process_set):
-        return None
-    return _host_requests.submit_in_place(name, kind, core.GLOBAL_PROCESS_SET, collective,
-                                          array, basics.PLAIN_REDUCE_CODES[op], prescale,
-                                          postscale)
+# submit_plain(the same arguments): submit() of one such array; its native handle
+# (_host_requests.InPlaceRequest: wait() and done() like a Handle's) returns the array.
+# None when declined. run_blocking() never starts an in-place allreduce_async_, so this
+# path needs no look at it.
+submit_plain = _host_requests.submit_plain
 
 
 def _run_in_place(collective, kind, name, set_id, arrays, op_code, prescale, postscale):

@@ -7,6 +7,7 @@ from tutti.common.basics import Average
 from tutti.common.process_sets import global_process_set
 
 _run_plain = requests.run_plain
+_submit_plain = requests.submit_plain
 _ALLREDUCE = core.ALLREDUCE
 
 
@@ -51,8 +52,8 @@ def allreduce_async_(array, op=Average, name=None, prescale_factor=1.0, postscal
                      process_set=global_process_set):
     """Starts an in-place allreduce of the C-contiguous numpy array `array`; returns a
     handle for synchronize()."""
-    handle = requests.submit_plain_in_place(core.ALLREDUCE, "allreduce", array, name, op,
-                                            prescale_factor, postscale_factor, process_set)
+    handle = _submit_plain(_ALLREDUCE, array, name, op, prescale_factor, postscale_factor,
+                           process_set)
     if handle is not None:
         return handle
     requests.check_in_place(array)

@@ -145,36 +145,33 @@ _PLAIN_REDUCE_CODES = {**PLAIN_REDUCE_CODES, None: PLAIN_REDUCE_CODES[ReduceOp.A
 entry.bind_plain(_global_set, _PLAIN_REDUCE_CODES)
 
 
-def _plain(tensor, name, op, prescale, postscale, process_set):
-    """Whether a request on one tensor needs no conversion or check in Python: named, on
-    the global set, op None (Average) or a ReduceOp other than Adasum, float factors, a
-    dense contiguous tensor (a parameter too: the request reads its memory, not its
-    autograd state). The short paths below take such requests straight to the native
-    calls; anything else takes the general path, which gives every error its message.
-    Why: after an idle spell each Python function a call runs costs tens of microseconds
-    on small VMs, and a gradient loop pays for each one per tensor."""
-    return (type(name) is str and name and process_set is _global_set
-            and type(prescale) is float and type(postscale) is float
-            and (op is None or type(op) is ReduceOp) and op is not ReduceOp.Adasum
-            and _contiguous_dense((tensor,)))
-
-
+# The short paths of one in-place tensor (src/python_entry.cc) take a request straight to
+# the native calls when its arguments need no conversion or check in Python: a non-empty
+# str name, the global set, op None (Average) or a ReduceOp other than Adasum, float
+# factors, a dense contiguous tensor (a parameter too: the request reads its memory, not its
+# autograd state). Anything else is declined (nothing done) and takes the general path,
+# which gives every error its message. Why: after an idle spell each Python function a call
+# runs costs tens of microseconds on small VMs, and a gradient loop pays for each one per
+# tensor.
+#
 # run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set): run() of
-# one tensor in place in one native call when its arguments are those _plain() accepts;
-# False, having done nothing, otherwise (src/python_entry.cc).
+# one such tensor; True once done (raising the request's error), False when declined.
 run_plain = entry.run_plain
+_enqueue_plain = entry.enqueue_plain
 
 
 def submit_plain_in_place(collective, kind, tensor, name, op, prescale, postscale,
                           process_set):
-    """submit() of one tensor in place through the native `enqueue` alone when _plain()
-    (and no run_blocking() is under way); synchronize() returns the tensor. None, having
-    done nothing, otherwise."""
-    if _this_thread.blocking or not _plain(tensor, name, op, prescale, postscale, process_set):
+    """submit() of one such tensor through the native `enqueue_plain` (unless a
+    run_blocking() is under way); synchronize() returns the tensor. None, having done
+    nothing, when declined."""
+    if _this_thread.blocking:
         return None
-    inputs = [tensor]
-    handle = Handle(_enqueue(collective, name, kind, _GLOBAL_SET_ID, inputs, inputs,
-                             _PLAIN_REDUCE_CODES[op], prescale, postscale, 0, None))
+    number = _enqueue_plain(collective, kind, tensor, name, op, prescale, postscale,
+                            process_set)
+    if number is None:
+        return None
+    handle = Handle(number)
     handle.finish = lambda outputs, extra: tensor
     return handle
 
