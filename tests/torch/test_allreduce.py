@@ -46,6 +46,7 @@ def test_errors_surface_as_exceptions(controller):
                "ok native_args.input_not_a_tensor", "ok native_args.splits_not_ints",
                "ok numpy_beside_async_torch", "ok duplicate_name_blocking",
                "ok plain_run.declined", "ok plain_run.ran", "ok native_args.run_plain_count",
+               "ok plain_run.async", "ok plain_run.synchronize_twice",
                "ok native_args.enqueue_plain_count",
                "ok plain_run.interrupted", "ok plain_run.interrupted_sum")
 

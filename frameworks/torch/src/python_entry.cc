@@ -1,4 +1,4 @@
-// tutti.torch's way into the core: a CPython module of eight functions, built by
+// tutti.torch's way into the core: a CPython module of nine functions, built by
 // tutti_torch_python_entry() once the library is loaded (tutti/torch/_native.py).
 //
 //   enqueue(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
@@ -29,6 +29,10 @@
 //       -> handle or None     allreduce_async_ in one call when its arguments are plain (as
 //                              above): queues the request as enqueue() does; None, having
 //                              done nothing, otherwise
+//   wait_done(handle, timeout_seconds) -> bool
+//                              wait() for a request whose result the caller already holds
+//                              (a plain in-place allreduce: its tensor): once done, forgets
+//                              it without building the results, or raises its error
 //   contiguous_dense(tensors) -> bool
 //                              whether a list or tuple holds only dense, contiguous tensors,
 //                              which a request takes as they are: one call instead of a
@@ -287,6 +291,26 @@ bool ContiguousDenseTensor(PyObject* value) {
   return tensor.layout() == at::kStrided && tensor.is_contiguous();
 }
 
+PyObject* WaitDone(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  int64_t handle = 0;
+  double timeout_seconds = -1.0;
+  if (!ArgCount("wait_done", nargs, 2) || !ToInt(args[0], &handle) ||
+      !ToDouble(args[1], &timeout_seconds)) {
+    return nullptr;
+  }
+  try {
+    Results results = CollectIfDone(handle);
+    if (!results.done && timeout_seconds != 0) {
+      // The results (tensors) are let go here, with the GIL.
+      results = WithoutGil([&] { return tutti_torch::Wait(handle, timeout_seconds); });
+    }
+    return PyBool_FromLong(results.done ? 1 : 0);
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
+}
+
 PyObject* ContiguousDense(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (!ArgCount("contiguous_dense", nargs, 1)) return nullptr;
   PyObject* value = args[0];
@@ -412,6 +436,8 @@ PyMethodDef methods[] = {
      "Queues a request and runs it on this thread when the core lets it."},
     {"poll", FastCall(&Poll), METH_FASTCALL, "Whether a request is done."},
     {"wait", FastCall(&Wait), METH_FASTCALL, "Waits for a request and collects its results."},
+    {"wait_done", FastCall(&WaitDone), METH_FASTCALL,
+     "Waits for a request and forgets it once done; returns whether it is."},
     {"bind_plain", FastCall(&BindPlain), METH_FASTCALL,
      "Binds what makes a request plain: the global process set and the reduce ops."},
     {"run_plain", FastCall(&RunPlain), METH_FASTCALL,

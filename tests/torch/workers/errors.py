@@ -209,6 +209,13 @@ def plain_runs_natively():
     ran = native.run_plain(0, "allreduce", x, "plain.ran", *plain[2:])
     report("plain_run.ran", ran is True and torch.equal(x, torch.full((4,), 2.0)),
            "%r, %s" % (ran, x.tolist()))
+    # allreduce_async_'s plain handle: an int, whose synchronize() returns the tensor once.
+    handle = hvd.allreduce_async_(x, op=hvd.Sum, name="plain.async")
+    got = hvd.synchronize(handle)
+    report("plain_run.async", isinstance(handle, int) and got is x
+           and torch.equal(x, torch.full((4,), 4.0)), "%r, %s" % (handle, x.tolist()))
+    expect("plain_run.synchronize_twice", hvd.InvalidArgumentError,
+           lambda: hvd.synchronize(handle), str(handle), "already synchronized")
     for function in (native.run_plain, native.enqueue_plain):
         label = "native_args.%s_count" % function.__name__
         try:

@@ -20,6 +20,7 @@ from tutti.common.exceptions import InvalidArgumentError
 from ._native import entry
 
 _enqueue, _run, _poll, _wait = entry.enqueue, entry.run, entry.poll, entry.wait
+_wait_done = entry.wait_done
 _contiguous_dense = entry.contiguous_dense
 _global_set = process_sets.global_process_set
 _GLOBAL_SET_ID = core.GLOBAL_PROCESS_SET
@@ -39,10 +40,12 @@ _this_thread = _ThreadState()
 class Handle(int):
     """A request in flight: an int, as Horovod's handles are, that also holds `finish`,
     the function that builds the request's result from its output tensors and integer
-    results, and `results`, those two once the `run` op has collected them."""
+    results, and `results`, those two once the `run` op has collected them; or, for a plain
+    in-place allreduce, `tensor`, its result."""
 
     finish = None
     results = None
+    tensor = None
 
 
 def check_tensor(tensor):
@@ -172,7 +175,7 @@ def submit_plain_in_place(collective, kind, tensor, name, op, prescale, postscal
     if number is None:
         return None
     handle = Handle(number)
-    handle.finish = lambda outputs, extra: tensor
+    handle.tensor = tensor
     return handle
 
 
@@ -220,6 +223,10 @@ def synchronize(handle):
     is a function, as in Horovod: synchronize() calls it."""
     if callable(handle):
         return handle()
+    if type(handle) is Handle and handle.tensor is not None:  # a plain in-place allreduce
+        while not _wait_done(handle, _WAIT_SLICE_SECONDS):  # slices: Ctrl-C leaves it pending
+            pass
+        return handle.tensor
     finish = handle.finish if type(handle) is Handle else None
     if finish is None:
         raise InvalidArgumentError("unknown tutti handle %r: synchronize() takes the handle "
