@@ -264,10 +264,14 @@ PyObject* Poll(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
-PyObject* Wait(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+// wait() and wait_done(): (handle, timeout_seconds) -> the request's results, through
+// `present` (null with the Python error set on failure).
+template <typename Present>
+PyObject* WaitThen(const char* function, PyObject* const* args, Py_ssize_t nargs,
+                   Present present) {
   int64_t handle = 0;
   double timeout_seconds = -1.0;
-  if (!ArgCount("wait", nargs, 2) || !ToInt(args[0], &handle) ||
+  if (!ArgCount(function, nargs, 2) || !ToInt(args[0], &handle) ||
       !ToDouble(args[1], &timeout_seconds)) {
     return nullptr;
   }
@@ -277,11 +281,21 @@ PyObject* Wait(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     if (!results.done && timeout_seconds != 0) {
       results = WithoutGil([&] { return tutti_torch::Wait(handle, timeout_seconds); });
     }
-    return ResultsTuple(nullptr, results);
+    return present(results);  // the results' tensors are let go here, with the GIL
   } catch (...) {
     RaiseCurrent();
     return nullptr;
   }
+}
+
+PyObject* Wait(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return WaitThen("wait", args, nargs,
+                  [](const Results& results) { return ResultsTuple(nullptr, results); });
+}
+
+PyObject* WaitDone(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  return WaitThen("wait_done", args, nargs,
+                  [](const Results& results) { return PyBool_FromLong(results.done ? 1 : 0); });
 }
 
 // Whether `value` is a dense, contiguous tensor.
@@ -289,26 +303,6 @@ bool ContiguousDenseTensor(PyObject* value) {
   if (!THPVariable_Check(value)) return false;
   const at::Tensor& tensor = THPVariable_Unpack(value);
   return tensor.layout() == at::kStrided && tensor.is_contiguous();
-}
-
-PyObject* WaitDone(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  int64_t handle = 0;
-  double timeout_seconds = -1.0;
-  if (!ArgCount("wait_done", nargs, 2) || !ToInt(args[0], &handle) ||
-      !ToDouble(args[1], &timeout_seconds)) {
-    return nullptr;
-  }
-  try {
-    Results results = CollectIfDone(handle);
-    if (!results.done && timeout_seconds != 0) {
-      // The results (tensors) are let go here, with the GIL.
-      results = WithoutGil([&] { return tutti_torch::Wait(handle, timeout_seconds); });
-    }
-    return PyBool_FromLong(results.done ? 1 : 0);
-  } catch (...) {
-    RaiseCurrent();
-    return nullptr;
-  }
 }
 
 PyObject* ContiguousDense(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
