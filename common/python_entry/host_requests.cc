@@ -31,10 +31,11 @@
 //       once per process: refused(status) raises the core's error for a request it did
 //       not queue (tutti.common.core.check); failed(status, message) returns the exception
 //       for a request that failed (tutti.common.exceptions.error_for_status).
-//   bind_plain(global_set, ndarray, codes)
+//   bind_plain(global_set, ndarray, codes, slice_seconds)
 //       once per process: what makes a request plain (below): the global process set
 //       object, numpy.ndarray and the dict ReduceOp member -> tutti_reduce_op of the plain
-//       ops (every op but Adasum).
+//       ops (every op but Adasum); and the slices run_plain waits in (Ctrl-C is noticed
+//       between them).
 //   run_plain(collective, array, name, op, prescale, postscale, process_set) -> bool
 //       tutti.numpy's allreduce_ in one call when its arguments are plain: a non-empty str
 //       name, a plain op, float factors, the global set and a C-contiguous writable
@@ -96,12 +97,10 @@ struct Bound {
   PyObject* global_set = nullptr;    // tutti.common.process_sets.global_process_set
   PyObject* ndarray_type = nullptr;  // numpy.ndarray
   std::vector<std::pair<PyObject*, long>> plain_ops;  // ReduceOp member -> tutti_reduce_op
+  double plain_slice_seconds = 0.2;  // run_plain, handle.wait: Ctrl-C is noticed between slices
 } bound;
 
 PyObject* dtype_attribute = nullptr;  // interned "dtype"
-
-// run_plain() waits in slices this long, so that Ctrl-C is noticed between them.
-constexpr double kRunSliceSeconds = 0.2;
 
 // The views of one list of arrays; the shapes live beside them until the call returns.
 struct Views {
@@ -482,10 +481,9 @@ PyObject* Outcome(InPlaceRequest* self) {
   return RaiseFailed(self->record, self->name);
 }
 
-// wait(timeout=None): in slices of kWaitSliceSeconds with the GIL released, so that a
+// wait(timeout=None): in slices of bind_plain()'s length with the GIL released, so that a
 // signal handler that raises (Ctrl-C) ends the wait between them.
 PyObject* InPlaceRequestWait(PyObject* object, PyObject* const* args, Py_ssize_t nargs) {
-  constexpr double kWaitSliceSeconds = 0.2;
   auto* self = reinterpret_cast<InPlaceRequest*>(object);
   if (nargs > 1) {
     PyErr_Format(PyExc_TypeError, "wait() takes at most 1 argument (%zd given)", nargs);
@@ -500,7 +498,7 @@ PyObject* InPlaceRequestWait(PyObject* object, PyObject* const* args, Py_ssize_t
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(timeout < 0 ? 0 : timeout));
   while (true) {
-    double slice = kWaitSliceSeconds;
+    double slice = bound.plain_slice_seconds;
     if (timeout_object != Py_None) {
       const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
       slice = left < 0 ? 0 : (left < slice ? left : slice);
@@ -535,10 +533,12 @@ PyMemberDef in_place_request_members[] = {
 PyTypeObject in_place_request_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 3 || !PyType_Check(args[1]) || !PyDict_Check(args[2])) {
+  double slice_seconds = 0;
+  if (nargs != 4 || !PyType_Check(args[1]) || !PyDict_Check(args[2]) ||
+      !ToDouble(args[3], &slice_seconds)) {
     PyErr_SetString(PyExc_TypeError,
-                    "bind_plain() takes the global process set, numpy.ndarray and a dict of "
-                    "reduce op codes");
+                    "bind_plain() takes the global process set, numpy.ndarray, a dict of "
+                    "reduce op codes and the wait slice in seconds");
     return nullptr;
   }
   std::vector<std::pair<PyObject*, long>> ops;
@@ -555,6 +555,7 @@ PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_XSETREF(bound.global_set, args[0]);
   Py_INCREF(args[1]);
   Py_XSETREF(bound.ndarray_type, args[1]);
+  bound.plain_slice_seconds = slice_seconds;
   Py_RETURN_NONE;
 }
 
@@ -622,7 +623,7 @@ PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     case Plain::kYes: break;
   }
   tutti_status status;
-  tutti_completion* record = RunAndWait(&request, args[1], kRunSliceSeconds, &status);
+  tutti_completion* record = RunAndWait(&request, args[1], bound.plain_slice_seconds, &status);
   if (record == nullptr) return status != TUTTI_OK ? RaiseRefused(status, args[2]) : nullptr;
   PyObject* result = record->status == TUTTI_OK ? (Py_INCREF(Py_True), Py_True)
                                                 : RaiseFailed(record, args[2]);

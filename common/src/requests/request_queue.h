@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "requests/request.h"
 #include "base/adaptive_mutex.h"
 #include "base/status.h"
+#include "requests/request.h"
 
 namespace tutti {
 

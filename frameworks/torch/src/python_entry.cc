@@ -13,10 +13,11 @@
 //                              waits up to timeout_seconds (negative: no limit); once done,
 //                              forgets the request and returns its output tensors and
 //                              integer results, or raises its error
-//   bind_plain(global_set, op_codes)
-//                              once per process: the global process set object and the
-//                              dict op -> tutti_reduce_op of the plain ops (None, Average's
-//                              default, and every ReduceOp but Adasum)
+//   bind_plain(global_set, op_codes, slice_seconds)
+//                              once per process: the global process set object, the dict
+//                              op -> tutti_reduce_op of the plain ops (None, Average's
+//                              default, and every ReduceOp but Adasum) and the slices
+//                              run_plain waits in (Ctrl-C is noticed between them)
 //   run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set) -> bool
 //                              allreduce_ in one call when its arguments are plain: a
 //                              non-empty str name, a plain op, float factors, the global set
@@ -67,9 +68,7 @@ PyObject* error_factory = nullptr;  // tutti.common.exceptions.error_for_status
 // bind_plain(): what makes a request plain (run_plain).
 PyObject* global_set = nullptr;
 std::vector<std::pair<PyObject*, int64_t>> plain_ops;  // op (by identity) -> tutti_reduce_op
-
-// run_plain() waits in slices this long, so that Ctrl-C is noticed between them.
-constexpr double kWaitSliceSeconds = 0.5;
+double plain_slice_seconds = 0.5;  // run_plain() waits in slices: Ctrl-C is noticed between
 
 // Sets the Python exception for the C++ exception being handled.
 void RaiseCurrent() {
@@ -318,9 +317,11 @@ PyObject* ContiguousDense(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2 || !PyDict_Check(args[1])) {
+  double slice_seconds = 0;
+  if (nargs != 3 || !PyDict_Check(args[1]) || !ToDouble(args[2], &slice_seconds)) {
     PyErr_SetString(PyExc_TypeError,
-                    "bind_plain() takes the global process set and a dict of reduce op codes");
+                    "bind_plain() takes the global process set, a dict of reduce op codes "
+                    "and the wait slice in seconds");
     return nullptr;
   }
   std::vector<std::pair<PyObject*, int64_t>> ops;
@@ -335,6 +336,7 @@ PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   plain_ops = std::move(ops);
   Py_INCREF(args[0]);
   Py_XSETREF(global_set, args[0]);
+  plain_slice_seconds = slice_seconds;
   Py_RETURN_NONE;
 }
 
@@ -391,10 +393,10 @@ PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   try {
     // As run(): without the GIL, since a cycle run here may call other frontends' Python.
     const int64_t handle =
-        WithoutGil([&] { return Submit(std::move(submission), kWaitSliceSeconds); });
+        WithoutGil([&] { return Submit(std::move(submission), plain_slice_seconds); });
     bool done = CollectIfDone(handle).done;
     while (!done) {
-      done = WithoutGil([&] { return tutti_torch::Wait(handle, kWaitSliceSeconds); }).done;
+      done = WithoutGil([&] { return tutti_torch::Wait(handle, plain_slice_seconds); }).done;
       if (!done && PyErr_CheckSignals() < 0) return nullptr;  // the request stays in the table
     }
     Py_RETURN_TRUE;

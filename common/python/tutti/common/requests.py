@@ -192,4 +192,5 @@ _host_requests.bind(
     naming.request_name,
 )
 _host_requests.bind_errors(core.check, error_for_status)
-_host_requests.bind_plain(_global_set, numpy.ndarray, basics.PLAIN_REDUCE_CODES)
+_host_requests.bind_plain(_global_set, numpy.ndarray, basics.PLAIN_REDUCE_CODES,
+                          _RUN_SLICE_SECONDS)

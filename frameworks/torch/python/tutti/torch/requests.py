@@ -145,7 +145,7 @@ def run(collective, kind, name, process_set, inputs, outputs=None, op=0, prescal
 
 # tutti.common's plain reductions, and None: the default, Average.
 _PLAIN_REDUCE_CODES = {**PLAIN_REDUCE_CODES, None: PLAIN_REDUCE_CODES[ReduceOp.Average]}
-entry.bind_plain(_global_set, _PLAIN_REDUCE_CODES)
+entry.bind_plain(_global_set, _PLAIN_REDUCE_CODES, _WAIT_SLICE_SECONDS)
 
 
 # The short paths of one in-place tensor (src/python_entry.cc) take a request straight to
