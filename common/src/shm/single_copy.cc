@@ -58,6 +58,9 @@ Status Group::ProbeSingleCopy(const std::function<Status()>& barrier) {
 }
 
 Status Group::PeerCopyFailed(int j, const char* what, int64_t result) {
+  // A peer that failed first raised its reason before it returned and perhaps exited; that
+  // reason (say, which rank was killed) is the one to report, not the copy it broke.
+  if (header_->abort_word.load(std::memory_order_acquire) != 0) return FailFromShared();
   const int e = result < 0 ? static_cast<int>(-result) : EFAULT;
   return Fail(Status::Aborted(
       "shared-memory group: rank " + std::to_string(rank_) + " could not " + what +
