@@ -267,6 +267,10 @@ Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bo
     const int64_t now = NowNs();
     if (now >= next_check) {
       Status peers = CheckPeers();
+      // A peer that failed raised its reason before it exited: report that reason.
+      if (!peers.ok() && header_->abort_word.load(std::memory_order_acquire) != 0) {
+        return FailFromShared();
+      }
       if (!peers.ok()) return Fail(peers);
       next_check = now + poll_ns_;
     }
