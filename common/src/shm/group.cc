@@ -153,6 +153,7 @@ Status Group::Create(const std::string& name, int rank, int size, const Options&
     g->peers_[rank].id = SelfProcessId();
     g->probe_word_ = kMagic + static_cast<uint64_t>(rank);
     g->peers_[rank].probe_address = reinterpret_cast<uintptr_t>(&g->probe_word_);
+    g->peers_[rank].waiting_cpu.store(-1, std::memory_order_relaxed);
     if (options.single_copy != Options::SingleCopy::kNever && size > 1) AllowPeerReads();
     g->header_->attached.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -234,15 +235,19 @@ Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bo
       if (spinning) {
         CpuRelax();
       } else {
+        // Where this thread waits, for a peer that suspects it shares this CPU.
+        if (yields == 0) peers_[rank_].waiting_cpu.store(CurrentCpu(), std::memory_order_relaxed);
         sched_yield();
         ++yields;
       }
       if (done(word->load(std::memory_order_acquire))) {
         if (spin) {
-          spin_advisor_.Record(yields == 0 ? SpinAdvisor::Outcome::kDuringSpin
-                               : yields <= SpinAdvisor::kFirstYields
-                                   ? SpinAdvisor::Outcome::kAtFirstYields
-                                   : SpinAdvisor::Outcome::kLater);
+          const SpinAdvisor::Outcome outcome =
+              yields == 0                          ? SpinAdvisor::Outcome::kDuringSpin
+              : yields <= SpinAdvisor::kFirstYields ? SpinAdvisor::Outcome::kAtFirstYields
+                                                    : SpinAdvisor::Outcome::kLater;
+          spin_advisor_.Record(outcome);
+          if (outcome == SpinAdvisor::Outcome::kAtFirstYields) MoveOffPeersCpu(peer);
         }
         return Status::OK();
       }
@@ -281,6 +286,21 @@ Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bo
           " (pid " + std::to_string(peers_[peer].id.pid) +
           "), which is alive but not taking part (stopped, or calling other collectives)"));
     }
+  }
+}
+
+void Group::MoveOffPeersCpu(int peer) {
+  // One rank of the pair moves (two that both moved would meet again on the other CPU), and
+  // not often: where CPUs are genuinely short, moving cannot help and must not churn.
+  if (!options_.move_off_shared_cpu || rank_ < peer) return;
+  const int cpu = CurrentCpu();
+  if (cpu < 0 || peers_[peer].waiting_cpu.load(std::memory_order_relaxed) != cpu) return;
+  const int64_t now = NowNs();
+  if (cpu_moves_ > 0 && now - last_cpu_move_ns_ < kCpuMoveIntervalNs) return;
+  last_cpu_move_ns_ = now;
+  if (MoveOffCpu(cpu)) {
+    ++cpu_moves_;
+    spin_advisor_.Reset();  // apart, spinning pays again
   }
 }
 

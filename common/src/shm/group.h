@@ -48,6 +48,11 @@ class Group {
     double spin_seconds = 30e-6;
     double yield_seconds = 500e-6;
     Waiting waiting = Waiting::kAuto;
+    // When a wait shows that its peer runs on this rank's CPU (the scheduler's wake-up
+    // placement can leave two ranks taking turns on one CPU while another idles; every call
+    // then costs two context switches), the higher rank of the two moves itself to another
+    // CPU it may run on, at most every kCpuMoveIntervalNs. Its affinity mask is left as it was.
+    bool move_off_shared_cpu = true;
     // Pipeline segment: large messages move in chunks of this size through a ring of
     // ring_slots (>= 3) slots per rank. Multiple of 4096.
     size_t chunk_bytes = 256 * 1024;
@@ -143,6 +148,8 @@ class Group {
   bool single_copy_available() const { return single_copy_available_; }
   // Calls so far that took the single copy (this rank's count; every rank agrees).
   uint64_t single_copy_calls() const { return single_copy_calls_; }
+  // Times this rank moved itself off a CPU that it shared with a peer (move_off_shared_cpu).
+  uint64_t cpu_moves() const { return cpu_moves_; }
   // Changes Options::single_copy for the calls that follow: every rank must make the same
   // change between the same two calls (benchmarks compare the modes on one group with it).
   // Has no effect where single copies are unavailable.
@@ -280,6 +287,11 @@ class Group {
   size_t scratch_off_ = 0, scratch_stride_ = 0;
   bool yield_ = false;
   SpinAdvisor spin_advisor_;  // whether this rank's waits spin first
+  // Options::move_off_shared_cpu: when this rank last moved, how often it did.
+  static constexpr int64_t kCpuMoveIntervalNs = 2000000;
+  int64_t last_cpu_move_ns_ = 0;
+  uint64_t cpu_moves_ = 0;
+  void MoveOffPeersCpu(int peer);
   bool patient_ = false;
   int64_t spin_ns_ = 0, yield_ns_ = 0, poll_ns_ = 0, timeout_ns_ = 0;
 

@@ -60,6 +60,7 @@ struct alignas(kLine) PeerLine {
   ProcessId id;
   uint64_t probe_address;  // a word of this process that peers read to test single copies
   std::atomic<uint32_t> can_read_peers;  // 1: this rank read and wrote every peer's word, 2: not
+  std::atomic<int32_t> waiting_cpu;      // the CPU of this rank's last wait that yielded
 };
 struct alignas(kLine) TinyLine {
   std::atomic<uint32_t> seq;  // the tiny call's sequence number once data is valid

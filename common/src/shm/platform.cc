@@ -80,6 +80,24 @@ int UsableCpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+int CurrentCpu() { return sched_getcpu(); }
+
+bool MoveOffCpu(int cpu) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
+      !CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2 || sched_getcpu() != cpu) {
+    return false;
+  }
+  cpu_set_t elsewhere = allowed;
+  CPU_CLR(cpu, &elsewhere);
+  // Leaving `cpu` out of the mask migrates the thread at once; putting the mask back does
+  // not move it again.
+  const bool moved = sched_setaffinity(0, sizeof(elsewhere), &elsewhere) == 0;
+  sched_setaffinity(0, sizeof(allowed), &allowed);
+  return moved;
+}
+
 ProcessId SelfProcessId() {
   ProcessId id;
   id.pid = ::getpid();

@@ -25,6 +25,13 @@ void FutexWake(std::atomic<uint32_t>* word);
 // CPUs this process may run on (sched_getaffinity), at least 1.
 int UsableCpus();
 
+// The CPU the calling thread runs on at this moment, or -1 where the system cannot say.
+int CurrentCpu();
+// Moves the calling thread off `cpu` onto another CPU it may run on, then gives it back its
+// affinity mask unchanged (the thread stays where it landed until the scheduler moves it).
+// False, and nothing changes, when the thread may run on no other CPU or is not on `cpu`.
+bool MoveOffCpu(int cpu);
+
 // Identity of a process: its pid and its start time in clock ticks since boot (field 22 of
 // /proc/<pid>/stat), so that a recycled pid is not mistaken for the original process.
 struct ProcessId {

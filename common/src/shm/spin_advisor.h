@@ -51,6 +51,12 @@ class SpinAdvisor {
     }
   }
 
+  // Forgets what the waits said: the ranks were just put on different CPUs.
+  void Reset() {
+    useless_ = 0;
+    skipping_ = false;
+  }
+
   bool skipping() const { return skipping_; }
 
  private:
