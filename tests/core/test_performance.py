@@ -59,6 +59,13 @@ def test_ranks_waiting_for_a_late_rank_do_not_burn_a_cpu(controller):
     run("latewait", controller, np_=3, env={"TUTTI_SHM": "on"})
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("controller", CONTROLLERS)
+@pytest.mark.parametrize("shm", ["on", "off"])
+def test_ranks_taking_turns_on_one_cpu_move_apart(controller, shm):
+    run("cpushare", controller, env={"TUTTI_SHM": shm}, args=["yes" if shm == "on" else "no"])
+
+
 @pytest.mark.parametrize("controller", CONTROLLERS)
 def test_without_shared_memory_in_flight_requests_wait_for_the_cycle_time(controller):
     run("followup", controller, env={"TUTTI_SHM": "off"}, args=["no"])

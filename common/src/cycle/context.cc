@@ -508,6 +508,7 @@ void Context::ExecuteOne(Work* work) {
 void Context::NoteTransportCounters() {
   // Once per collective, before its completions wake a caller who may read the counters.
   counters_.Set(kShmSingleCopyCalls, transport_->SingleCopyCalls());
+  counters_.Set(kShmCpuMoves, transport_->CpuMoves());
 }
 
 void Context::Complete(const PendingOp& op, const Status& status) {

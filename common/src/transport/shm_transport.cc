@@ -115,6 +115,7 @@ class SharedMemoryTransport : public Transport {
     if (it != plans_.end() && it->second.hierarchical) inner_->RemoveProcessSet(LeadersSetId(id));
     if (it != plans_.end() && it->second.group) {
       retired_single_copy_calls_ += static_cast<int64_t>(it->second.group->single_copy_calls());
+      retired_cpu_moves_ += static_cast<int64_t>(it->second.group->cpu_moves());
     }
     plans_.erase(id);
     inner_->RemoveProcessSet(id);
@@ -204,6 +205,14 @@ class SharedMemoryTransport : public Transport {
       if (item.second.group) calls += static_cast<int64_t>(item.second.group->single_copy_calls());
     }
     return calls;
+  }
+
+  int64_t CpuMoves() const override {
+    int64_t moves = retired_cpu_moves_;
+    for (const auto& item : plans_) {
+      if (item.second.group) moves += static_cast<int64_t>(item.second.group->cpu_moves());
+    }
+    return moves;
   }
 
   void Abort() override {
@@ -312,6 +321,7 @@ class SharedMemoryTransport : public Transport {
   std::vector<int> hosts_;  // host index of every rank
   std::map<int32_t, SetPlan> plans_;
   int64_t retired_single_copy_calls_ = 0;  // of the groups of removed process sets
+  int64_t retired_cpu_moves_ = 0;
   std::vector<uint64_t> flag_words_;  // every rank's flags, reused
 };
 

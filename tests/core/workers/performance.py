@@ -19,10 +19,15 @@
   latewait  the last rank submits 2 s late; the others wait for it asleep: their processes
             use well under a quarter of a CPU meanwhile (polling in the exchange used a
             quarter to a half of one)
+  cpushare  both ranks' calling threads are put on one CPU, masks left free, then call
+            allreduce_ back to back: rank 1 moves to another CPU (counter shm_cpu_moves; at
+            most 10 placements, since the scheduler sometimes separates them first), rank 0
+            never does; argument "no" (shared memory off): nobody moves
 
 Each rank prints "rank R: ok" when its checks pass, and an assertion error otherwise.
 """
 
+import os
 import sys
 import time
 
@@ -231,6 +236,33 @@ def latewait(rank, size):
     say("rank %d: %.3f s of CPU in %.2f s" % (rank, used, waited))
 
 
+def cpushare(rank, size, expected):
+    allowed = os.sched_getaffinity(0)
+    first = min(allowed)
+    moved, placements = False, 0
+    start = hvd.counters()["shm_cpu_moves"]
+    x = np.zeros(1, np.float32)
+    while not moved and placements < 10:
+        placements += 1
+        os.sched_setaffinity(0, {first})  # this thread only; it stays there after the reset
+        os.sched_setaffinity(0, allowed)
+        hvd.barrier()
+        before = hvd.counters()["shm_cpu_moves"]
+        for step in range(2000):
+            x[0] = rank + step
+            hvd.allreduce_(x, name="turns", op=hvd.Sum)
+            assert x[0] == sum(range(size)) + size * step, (step, x[0])
+        went = hvd.counters()["shm_cpu_moves"] - before
+        moved = hvd.allreduce(np.array([went], np.int64), name="went", op=hvd.Max)[0] > 0
+    moves = hvd.counters()["shm_cpu_moves"] - start
+    assert os.sched_getaffinity(0) == allowed, "the affinity mask changed"
+    if expected == "no" or rank == 0:
+        assert moves == 0, "rank %d moved %d times" % (rank, moves)
+    else:
+        assert moves >= 1, "rank 1 never moved in %d placements" % placements
+    say("rank %d: %d move(s) in %d placement(s)" % (rank, moves, placements))
+
+
 def main():
     scenario = sys.argv[1]
     hvd.init()
@@ -257,6 +289,8 @@ def main():
         caller(rank, size)
     elif scenario == "followup":
         followup(rank, size, sys.argv[2])
+    elif scenario == "cpushare":
+        cpushare(rank, size, sys.argv[2])
     elif scenario == "latewait":
         latewait(rank, size)
     else:
