@@ -247,7 +247,11 @@ Status Group::WaitFor(int peer, std::atomic<uint32_t>* word, uint32_t target, bo
               : yields <= SpinAdvisor::kFirstYields ? SpinAdvisor::Outcome::kAtFirstYields
                                                     : SpinAdvisor::Outcome::kLater;
           spin_advisor_.Record(outcome);
-          if (outcome == SpinAdvisor::Outcome::kAtFirstYields) MoveOffPeersCpu(peer);
+          // Only once the advisor is convinced (useless spins in a row): a single one happens
+          // whenever the CPUs are merely busy, and moving would not help then.
+          if (outcome == SpinAdvisor::Outcome::kAtFirstYields && spin_advisor_.skipping()) {
+            MoveOffPeersCpu(peer);
+          }
         }
         return Status::OK();
       }

@@ -48,7 +48,7 @@ class Group {
     double spin_seconds = 30e-6;
     double yield_seconds = 500e-6;
     Waiting waiting = Waiting::kAuto;
-    // When a wait shows that its peer runs on this rank's CPU (the scheduler's wake-up
+    // When waits show that its peer runs on this rank's CPU (the scheduler's wake-up
     // placement can leave two ranks taking turns on one CPU while another idles; every call
     // then costs two context switches), the higher rank of the two moves itself to another
     // CPU it may run on, at most every kCpuMoveIntervalNs. Its affinity mask is left as it was.
