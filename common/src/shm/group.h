@@ -202,6 +202,8 @@ class Group {
   Status WaitAll(uint32_t target);
   Status WaitRoundStart(int pos);
   Status CheckDescs(int pos, const SlotDesc& mine, const char* what);
+  // Called when this rank's waits for `peer` suggest that both run on one CPU.
+  void MoveOffPeersCpu(int peer);
   Status CheckPeers();
 
   Status Fail(Status status);  // records the error and raises the shared abort word
@@ -291,7 +293,6 @@ class Group {
   static constexpr int64_t kCpuMoveIntervalNs = 2000000;
   int64_t last_cpu_move_ns_ = 0;
   uint64_t cpu_moves_ = 0;
-  void MoveOffPeersCpu(int peer);
   bool patient_ = false;
   int64_t spin_ns_ = 0, yield_ns_ = 0, poll_ns_ = 0, timeout_ns_ = 0;
 
