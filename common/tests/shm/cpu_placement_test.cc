@@ -21,6 +21,14 @@ using testing::Shared;
 
 bool SameMask(const cpu_set_t& a, const cpu_set_t& b) { return CPU_EQUAL(&a, &b) != 0; }
 
+// The calling thread's affinity mask (empty if it cannot be read).
+cpu_set_t ThreadMask() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  sched_getaffinity(0, sizeof(mask), &mask);
+  return mask;
+}
+
 int FirstCpu(const cpu_set_t& set) {
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &set)) return c;
@@ -42,29 +50,21 @@ bool PlaceOn(int cpu, const cpu_set_t& mask) {
   return false;
 }
 
-#define SKIP_UNLESS_TWO_CPUS(mask)                                                   \
-  do {                                                                               \
-    CPU_ZERO(&mask);                                                                 \
-    ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);                         \
-    if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << "this process may run on one CPU only"; \
-  } while (0)
+constexpr char kOneCpu[] = "this process may run on one CPU only";
 
 TEST(MoveOffCpuTest, LeavesTheCpuAndKeepsTheMask) {
-  cpu_set_t mask;
-  SKIP_UNLESS_TWO_CPUS(mask);
+  const cpu_set_t mask = ThreadMask();
+  if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << kOneCpu;
   const int cpu = FirstCpu(mask);
   ASSERT_TRUE(PlaceOn(cpu, mask));
   EXPECT_TRUE(MoveOffCpu(cpu));
   EXPECT_NE(CurrentCpu(), cpu);
-  cpu_set_t after;
-  CPU_ZERO(&after);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
-  EXPECT_TRUE(SameMask(after, mask)) << "the affinity mask changed";
+  EXPECT_TRUE(SameMask(ThreadMask(), mask)) << "the affinity mask changed";
 }
 
 TEST(MoveOffCpuTest, RefusesWhenThereIsNowhereToGoOrTheThreadIsElsewhere) {
-  cpu_set_t mask;
-  SKIP_UNLESS_TWO_CPUS(mask);
+  const cpu_set_t mask = ThreadMask();
+  if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << kOneCpu;
   const int cpu = FirstCpu(mask);
   ASSERT_TRUE(PlaceOn(cpu, mask));
   int other = cpu + 1;
@@ -78,10 +78,7 @@ TEST(MoveOffCpuTest, RefusesWhenThereIsNowhereToGoOrTheThreadIsElsewhere) {
   ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
   EXPECT_FALSE(MoveOffCpu(cpu)) << "moved off the only CPU it may use";
   EXPECT_EQ(CurrentCpu(), cpu);
-  cpu_set_t after;
-  CPU_ZERO(&after);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
-  EXPECT_TRUE(SameMask(after, one));
+  EXPECT_TRUE(SameMask(ThreadMask(), one));
   ASSERT_EQ(sched_setaffinity(0, sizeof(mask), &mask), 0);
 }
 
@@ -91,10 +88,8 @@ TEST(MoveOffCpuTest, RefusesWhenThereIsNowhereToGoOrTheThreadIsElsewhere) {
 // now and then: then the ranks agree to place themselves together again (at most 10 times).
 // The results stay right throughout.
 void RunSharingACpu(bool move) {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
-  if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << "this process may run on one CPU only";
+  const cpu_set_t mask = ThreadMask();
+  if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << kOneCpu;
   const int cpu = FirstCpu(mask);
   RunOptions options;
   options.same_digests = false;

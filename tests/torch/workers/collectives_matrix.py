@@ -495,8 +495,7 @@ def reused_outputs(check):
     # address proves nothing, since the system often maps a new block where the old was).
     del kept, view, as_numpy, again
     big = (128 << 20) // 4 // size
-    del_first = hvd.allgather(torch.full((big,), float(rank)), name="pool.big")
-    del del_first
+    hvd.allgather(torch.full((big,), float(rank)), name="pool.big")  # dropped at once
     source = torch.full((big,), float(rank + 1))
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     second = hvd.allgather(source, name="pool.big")
