@@ -1,7 +1,8 @@
 """tools/bench end to end: every implementation on 2 ranks at two sizes (--quick), then checks
 that the JSON holds every cell, that tutti's submission time is part of each 100-tensor
 call (one call per tensor and one grouped call), that tutti's cells count their single
-copies (and the 100-tensor rows their allreduces), and that the report names what it measured;
+copies (and the 100-tensor rows their allreduces), that the CPUs' state is recorded around the
+launch, and that the report names what it measured;
 also that the diagnostics fused_interleaved.py and isolated_breakdown.py run."""
 
 import json
@@ -71,6 +72,18 @@ def test_quick_run_on_two_ranks_covers_every_cell(tmp_path):
     assert sorted(r["impl"] for r in run["latency"]) == sorted(IMPLS)
     assert run["targets"], run
     assert (tmp_path / "bench.png").stat().st_size > 0
+
+    # The CPUs' state before and after the launch, measured by the probe (vcpu_probe.cc).
+    for when in ("before", "after"):
+        state = doc["host"]["cpu_state_" + when]
+        assert state["samples"] > 0, state
+        assert 0 < state["round_trip_us"]["p50"] <= state["round_trip_us"]["max"], state
+        assert 0 < state["memcpy_4mib_us"]["p50"] <= state["memcpy_4mib_us"]["max"], state
+        kernel = state["kernel_copy_4mib_us"]
+        if run["mpi_single_copy"]:  # the kernel permits process_vm_readv here
+            assert 0 < kernel["p50"] <= kernel["max"], state
+            assert 0 <= state["kernel_copy_outliers"] <= state["samples"], state
+    assert "CPU state (tools/bench/vcpu_probe) before: round trip " in result.stdout
 
 
 def test_peers_horovod_without_its_environment_says_how_to_build_it(tmp_path):

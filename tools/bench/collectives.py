@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import cpu_state  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 import sessions  # noqa: E402  (imports nothing of tutti at module level)
@@ -348,6 +349,7 @@ def main(argv=None):
             print("bench: %s" % exc, file=sys.stderr)
             return 2
     started, load_before = time.time(), os.getloadavg()[0]
+    state_before = cpu_state.measure()
     runs, failure = [], None
     for np in args.np:
         try:
@@ -358,7 +360,8 @@ def main(argv=None):
     # tools/bench/run names itself, so the recorded command is the one a person typed.
     shown = [os.environ.get("TUTTI_BENCH_LAUNCHER", "tools/bench/collectives.py")]
     shown += sys.argv[1:] if argv is None else list(argv)
-    document = report.document(runs, shown, started, load_before)
+    document = report.document(runs, shown, started, load_before,
+                               (state_before, cpu_state.measure()))
     if failure:
         document["failed"] = failure
     print(report.render(document))

@@ -13,6 +13,8 @@ import statistics
 import subprocess
 import time
 
+import cpu_state
+
 REFERENCE = "mpi4py"
 TORCH = "torch-gloo"
 FUSED_REFERENCE = "mpi4py-1-buffer"
@@ -167,7 +169,7 @@ def _git(*args):
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def document(runs, argv, started, load_before):
+def document(runs, argv, started, load_before, cpu_states=(None, None)):
     status = _git("status", "--porcelain", "--", ":/common", ":/frameworks/torch")
     return {
         "benchmark": "tutti collectives side by side",
@@ -176,7 +178,9 @@ def document(runs, argv, started, load_before):
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(),
                  "python": platform.python_version(),
                  # The machine may be shared: its load says how quiet the run was.
-                 "loadavg_1m_before": load_before, "loadavg_1m_after": os.getloadavg()[0]},
+                 "loadavg_1m_before": load_before, "loadavg_1m_after": os.getloadavg()[0],
+                 # Its CPUs' state (cpu_state.py): large collectives depend on it.
+                 "cpu_state_before": cpu_states[0], "cpu_state_after": cpu_states[1]},
         "git": {"commit": _git("rev-parse", "HEAD"),
                 # Uncommitted changes to the core or the torch plugin make the figures
                 # belong to no commit.
@@ -229,7 +233,12 @@ def render(doc):
     out = ["%s; commit %s%s; %d CPUs, 1-minute load %.1f before, %.1f after"
            % (doc["command"], (git["commit"] or "unknown")[:12],
               " with uncommitted core/plugin changes" if git["core_or_plugin_modified"] else "",
-              host["cpus"], host["loadavg_1m_before"], host["loadavg_1m_after"]), ""]
+              host["cpus"], host["loadavg_1m_before"], host["loadavg_1m_after"])]
+    if "cpu_state_before" in host:
+        out.append("CPU state (tools/bench/vcpu_probe) before: %s"
+                   % cpu_state.describe(host["cpu_state_before"]))
+        out.append("CPU state after: %s" % cpu_state.describe(host["cpu_state_after"]))
+    out.append("")
     for run in doc["runs"]:
         n = run["np"]
         out.append("== %d ranks (one launch, %.0f s, %d tutti init() calls) =="
