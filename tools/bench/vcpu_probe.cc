@@ -1,7 +1,9 @@
 // Which state the machine's CPUs are in, for labelling benchmark launches.
 //
-//   bazel-bin/tools/bench/vcpu_probe [--seconds 2] [--interval-ms 50] [--json]
+//   bazel-bin/tools/bench/vcpu_probe [--seconds 2] [--interval-ms 50] [--json] [--trace]
 //
+// --trace also prints every sample (seconds since the start, round trip us, memcpy us,
+// kernel copy us), to follow the state over minutes.
 // Two processes (this one and a forked child) take samples every interval: the round trip
 // of a value through a shared cache line (the child echoes it), a 4 MiB memcpy within this
 // process, and a 4 MiB kernel copy out of the child's memory (process_vm_readv, the single
@@ -78,7 +80,8 @@ Stats Summarize(std::vector<double> v) {
 }
 
 void Usage() {
-  std::fprintf(stderr, "usage: vcpu_probe [--seconds S] [--interval-ms MS] [--json]\n");
+  std::fprintf(stderr,
+               "usage: vcpu_probe [--seconds S] [--interval-ms MS] [--json] [--trace]\n");
   std::exit(2);
 }
 
@@ -86,11 +89,13 @@ void Usage() {
 
 int main(int argc, char** argv) {
   double seconds = 2.0, interval_ms = 50.0;
-  bool json = false;
+  bool json = false, trace = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--trace") {
+      trace = true;
     } else if ((arg == "--seconds" || arg == "--interval-ms") && i + 1 < argc) {
       char* end = nullptr;
       const double value = std::strtod(argv[++i], &end);
@@ -127,7 +132,7 @@ int main(int argc, char** argv) {
   std::vector<char> source(kCopyBytes, 2), target(kCopyBytes, 3);
   std::vector<double> round_trips, copies, kernel_copies;
   bool kernel_copy_works = true;
-  const double end = NowUs() + seconds * 1e6;
+  const double begin = NowUs(), end = begin + seconds * 1e6;
   while (NowUs() < end) {
     shared->value.store(0);
     if (write(wake[1], "p", 1) != 1) break;
@@ -157,6 +162,10 @@ int main(int argc, char** argv) {
       } else {
         kernel_copy_works = false;  // not permitted here (seccomp, ptrace rules)
       }
+    }
+    if (trace) {
+      std::printf("%.2f %.3f %.0f %.0f\n", (NowUs() - begin) / 1e6, round_trips.back(),
+                  copies.back(), kernel_copy_works ? kernel_copies.back() : 0.0);
     }
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(interval_ms));
   }
