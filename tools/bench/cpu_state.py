@@ -1,8 +1,8 @@
 """The state of the machine's CPUs around a launch, measured by vcpu_probe (vcpu_probe.cc):
 the round trip of a value between two processes, and how long a 4 MiB memcpy and a 4 MiB
-kernel copy between processes take. Small calls depend on the first, large collectives of
-every library on the copies' speed (docs/benchmarks.md, "The CPUs' state"), so every
-launch records the state before and after it."""
+kernel copy between processes take. Small calls and tutti's shared-memory pipeline depend
+on the first, any library's large collectives on the copies' speed (docs/benchmarks.md,
+"The CPUs' state" and runs AB), so every launch records the state before and after it."""
 
 import json
 import os

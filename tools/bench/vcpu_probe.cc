@@ -4,16 +4,18 @@
 //
 // --trace also prints every sample (seconds since the start, round trip us, memcpy us,
 // kernel copy us), to follow the state over minutes.
+//
 // Two processes (this one and a forked child) take samples every interval: the round trip
 // of a value through a shared cache line (the child echoes it), a 4 MiB memcpy within this
 // process, and a 4 MiB kernel copy out of the child's memory (process_vm_readv, the single
 // copy of tutti's shared-memory transport and of Open MPI's). On the 2-vCPU VMs these
-// benchmarks run on, the round trip is either about 0.05 us (the vCPUs evidently share one
+// benchmarks run on, the round trip is either about 0.09 us (the vCPUs evidently share one
 // core's caches) or about 0.3 us (separate cores), and the host switches between the two
-// every few seconds to minutes; the copies' speed changes on its own, by up to 4x in the
-// VM's slow spells (docs/benchmarks.md, "The CPUs' state"). Small calls depend on the first,
-// large collectives of every library on the second, so each launch records both before and
-// after it.
+// every few seconds; the copies' speed changes on its own, by up to 4x in the VM's slow
+// spells. Small calls and tutti's pipeline for large messages, whose chunks move between the
+// ranks' caches, depend on the first (the pipeline runs 4x slower apart); any library's large
+// collectives on the second (docs/benchmarks.md, "The CPUs' state" and runs AB). Each launch
+// records both before and after it.
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
