@@ -127,6 +127,7 @@ TEST(ConfigTest, MalformedValuesNameTheVariable) {
                {"TUTTI_GLOO_TIMEOUT_SECONDS", "soon"},
                {"TUTTI_CYCLE_TIME", "-1"},
                {"TUTTI_SHM_SINGLE_COPY", "sometimes"},
+               {"TUTTI_SHM_STREAMING_STORES", "yes"},
                {"TUTTI_RANK", "99999999999999999999"}};
   for (const Case& c : cases) {
     std::map<std::string, std::string> vars = {{"TUTTI_GLOO_RENDEZVOUS_ADDR", "127.0.0.1"},
@@ -209,6 +210,18 @@ TEST(ConfigTest, SwitchesTakeHorovodsSpellings) {
     EXPECT_EQ(s.message(), std::string("environment variable HOROVOD_TIMELINE_MARK_CYCLES='") +
                                bad + "' is not a switch: use 1 (on) or 0 (off), as Horovod does");
   }
+}
+
+TEST(ConfigTest, SharedMemoryModesTakeAutoOnOff) {
+  Config config;
+  ASSERT_TRUE(Parse(Env{}, &config).ok());
+  EXPECT_EQ(config.shm_streaming_stores, SharedMemoryMode::kAuto);
+  ASSERT_TRUE(Parse(Env{{"TUTTI_SHM_STREAMING_STORES", "on"}, {"TUTTI_SHM_SINGLE_COPY", "0"}},
+                    &config).ok());
+  EXPECT_EQ(config.shm_streaming_stores, SharedMemoryMode::kOn);
+  EXPECT_EQ(config.shm_single_copy, SharedMemoryMode::kOff);
+  ASSERT_TRUE(Parse(Env{{"TUTTI_SHM_STREAMING_STORES", "off"}}, &config).ok());
+  EXPECT_EQ(config.shm_streaming_stores, SharedMemoryMode::kOff);
 }
 
 TEST(ConfigTest, ControllerNamesIgnoreCaseAsInHorovod) {

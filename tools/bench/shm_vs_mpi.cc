@@ -1,6 +1,7 @@
-// The shared-memory transport alone: tutti::shm::Group::Allreduce (by default, pipeline only,
-// single copy only, and on scratch memory) vs MPI_Allreduce (float32 sum, in place), measured
-// in the same mpirun launch, alternating blocks. Prints medians and ratios.
+// The shared-memory transport alone: tutti::shm::Group::Allreduce (by default, pipeline only
+// with ordinary and with streaming stores, single copy only, and on scratch memory) vs
+// MPI_Allreduce (float32 sum, in place), measured in the same mpirun launch, alternating
+// blocks. Prints medians and ratios.
 // Build: bazel build //tools/bench:shm_vs_mpi
 // Run:   mpirun --allow-run-as-root -np 2 bazel-bin/tools/bench/shm_vs_mpi
 // SMALL_BYTES, CHUNK_BYTES and RING_SLOTS in the environment override the Group's options;
@@ -48,6 +49,19 @@ static void Shuffle(int round, int* order, int n) {
   }
 }
 
+// The algorithms a contender forces (every rank switches between the same calls).
+enum Mode { kDefault, kPipeline, kStreaming, kSingle };
+static void SetMode(Group* group, Mode mode) {
+  using SingleCopy = Group::Options::SingleCopy;
+  using SlotStores = Group::Options::SlotStores;
+  group->set_single_copy(mode == kDefault ? SingleCopy::kAuto
+                         : mode == kSingle ? SingleCopy::kAlways
+                                           : SingleCopy::kNever);
+  group->set_slot_stores(mode == kPipeline    ? SlotStores::kCached
+                         : mode == kStreaming ? SlotStores::kStreaming
+                                              : SlotStores::kAuto);
+}
+
 // A gradient step's worth of small tensors (100 x 40 KiB), three ways in one launch: packed
 // into the segment's scratch memory, reduced there and unpacked (what fusion did before
 // AllreduceSpans); AllreduceSpans straight from and to the tensors; and MPI_Allreduce of one
@@ -68,27 +82,20 @@ static void FusedStep(int rank, Group* group) {
     return s;
   };
   // Contenders, interleaved: packed into scratch; the spans with the measured choice, the
-  // pipeline only and the single copy only; one 4000 KiB buffer (the tensors' bytes in one
-  // allocation) with the single copy; MPI_Allreduce of that buffer.
+  // pipeline only (ordinary stores, then streaming stores) and the single copy only; one
+  // 4000 KiB buffer (the tensors' bytes in one allocation) with the single copy;
+  // MPI_Allreduce of that buffer.
   const char* names[] = {"packed into scratch", "spans (default)", "spans, pipeline",
-                         "spans, single copy", "1 buffer, single copy", "MPI 1 x 4000 KiB"};
-  constexpr int kContenders = 6;
+                         "spans, streaming", "spans, single copy", "1 buffer, single copy",
+                         "MPI 1 x 4000 KiB"};
+  constexpr int kContenders = 7;
   std::vector<double> times[kContenders];
   auto call = [&](int which) {
     if (which == 0) return packed();
-    const Group::Options::SingleCopy mode[] = {Group::Options::SingleCopy::kAuto,
-                                               Group::Options::SingleCopy::kAuto,
-                                               Group::Options::SingleCopy::kNever,
-                                               Group::Options::SingleCopy::kAlways,
-                                               Group::Options::SingleCopy::kAlways};
-    if (which < 4) {
-      group->set_single_copy(mode[which]);
-      return group->AllreduceSpans(spans, TUTTI_FLOAT32, TUTTI_REDUCE_SUM, 1.0, 1);
-    }
-    if (which == 4) {
-      group->set_single_copy(mode[which]);
-      return group->Allreduce(one.data(), total, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
-    }
+    SetMode(group, which == 1 ? kDefault : which == 2 ? kPipeline : which == 3 ? kStreaming
+                                                                              : kSingle);
+    if (which < 5) return group->AllreduceSpans(spans, TUTTI_FLOAT32, TUTTI_REDUCE_SUM, 1.0, 1);
+    if (which == 5) return group->Allreduce(one.data(), total, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
     MPI_Allreduce(MPI_IN_PLACE, one.data(), static_cast<int>(total), MPI_FLOAT, MPI_SUM,
                   MPI_COMM_WORLD);
     return Status::OK();
@@ -108,7 +115,7 @@ static void FusedStep(int rank, Group* group) {
       times[w].push_back((NowNs() - t0) / 1e3);
     }
   }
-  group->set_single_copy(Group::Options::SingleCopy::kAuto);
+  SetMode(group, kDefault);
   if (rank == 0) {
     const double mpi = Median(times[kContenders - 1]);
     std::printf("\n100 x 40 KiB, median / min us over 60 interleaved calls (MPI/x: medians)\n");
@@ -146,17 +153,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rank %d: %s\n", rank, st.message().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  const Group::Options::SingleCopy modes[] = {Group::Options::SingleCopy::kAuto,
-                                              Group::Options::SingleCopy::kNever,
-                                              Group::Options::SingleCopy::kAlways};
   Group* group = group_owner.get();
   std::vector<size_t> sizes = {4, 1024, 64 << 10, 1 << 20, 16 << 20, 64 << 20};
   if (std::getenv("FUSED_ONLY") != nullptr) sizes.clear();  // only the 100-tensor step
   if (rank == 0) {
     std::printf("%d ranks, float32 sum in place; median per call over interleaved blocks; single "
                 "copy %s\n", size, group->single_copy_available() ? "available" : "unavailable");
-    std::printf("%10s %10s %10s %10s %10s %8s %10s %8s\n", "bytes", "default us", "pipeline",
-                "single", "MPI us", "MPI/def", "scratch", "MPI/scr");
+    std::printf("%10s %10s %10s %10s %10s %10s %8s %10s %8s\n", "bytes", "default us",
+                "pipeline", "streaming", "single", "MPI us", "MPI/def", "scratch", "MPI/scr");
   }
   for (size_t bytes : sizes) {
     const int64_t count = static_cast<int64_t>(bytes / 4);
@@ -165,25 +169,27 @@ int main(int argc, char** argv) {
     const int per_block = bytes <= 65536 ? 50 : (bytes <= (1 << 20) ? 5 : 1);
     const int blocks = bytes <= (1 << 20) ? 100 : (bytes <= (16 << 20) ? 40 : 16);
     float* scr = static_cast<float*>(group->ScratchBuffer(bytes));
-    // 0-2: the three modes on a private buffer, 3: its scratch memory, 4: MPI.
+    // 0-3: the four modes on a private buffer, 4: its scratch memory, 5: MPI.
+    constexpr int kContenders = 6;
+    const Mode modes[] = {kDefault, kPipeline, kStreaming, kSingle, kPipeline};
     auto call = [&](int which) {
-      group->set_single_copy(modes[which < 3 ? which : 1]);
-      if (which < 3) return group->Allreduce(a.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
-      if (which == 3) return group->Allreduce(scr, count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+      if (which < 5) SetMode(group, modes[which]);
+      if (which < 4) return group->Allreduce(a.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+      if (which == 4) return group->Allreduce(scr, count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
       MPI_Allreduce(MPI_IN_PLACE, b.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       return Status::OK();
     };
-    std::vector<double> times[5];
+    std::vector<double> times[kContenders];
     for (int i = 0; i < 3; ++i) {  // warm up (page faults, MPI's temporaries)
-      for (int w = 0; w < 5; ++w) CheckOk(call(w));
+      for (int w = 0; w < kContenders; ++w) CheckOk(call(w));
     }
     for (int blk = 0; blk < blocks; ++blk) {
       // A contender finds the caches as the one before it left them (MPI's buffers, the
       // segment's slots): shuffle the order per block, the same on every rank, so that no
       // contender always follows the same one.
-      int order[5];
-      Shuffle(blk, order, 5);
-      for (int turn = 0; turn < 5; ++turn) {
+      int order[kContenders];
+      Shuffle(blk, order, kContenders);
+      for (int turn = 0; turn < kContenders; ++turn) {
         const int w = order[turn];
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < per_block; ++i) {
@@ -195,14 +201,14 @@ int main(int argc, char** argv) {
       }
     }
     // Rank 0's medians (every rank takes part in every call).
-    double med[5];
-    for (int w = 0; w < 5; ++w) med[w] = Median(times[w]);
+    double med[kContenders];
+    for (int w = 0; w < kContenders; ++w) med[w] = Median(times[w]);
     if (rank == 0) {
-      std::printf("%10zu %10.2f %10.2f %10.2f %10.2f %8.2f %10.2f %8.2f\n", bytes, med[0], med[1],
-                  med[2], med[4], med[4] / med[0], med[3], med[4] / med[3]);
+      std::printf("%10zu %10.2f %10.2f %10.2f %10.2f %10.2f %8.2f %10.2f %8.2f\n", bytes, med[0],
+                  med[1], med[2], med[3], med[5], med[5] / med[0], med[4], med[5] / med[4]);
     }
   }
-  group->set_single_copy(Group::Options::SingleCopy::kAuto);
+  SetMode(group, kDefault);
   FusedStep(rank, group);
   group_owner.reset();
   MPI_Finalize();

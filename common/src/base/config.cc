@@ -257,7 +257,9 @@ Status ParseConfig(const EnvLookup& env, Config* config) {
     if (!(s = ReadSetting(env, "NUM_NCCL_STREAMS", &nccl_streams)).ok()) return s;
   }
   for (const auto& setting : {std::make_pair("SHM", &result.shm),
-                               std::make_pair("SHM_SINGLE_COPY", &result.shm_single_copy)}) {
+                               std::make_pair("SHM_SINGLE_COPY", &result.shm_single_copy),
+                               std::make_pair("SHM_STREAMING_STORES",
+                                              &result.shm_streaming_stores)}) {
     std::string var;
     const char* value = Lookup(env, setting.first, &var);
     const std::string mode = value ? value : "auto";

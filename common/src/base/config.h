@@ -74,6 +74,10 @@ struct Config {
   // peers' buffers with one kernel copy: auto picks it or the pipeline by measured time; on
   // takes it whenever the kernel allows; off never.
   SharedMemoryMode shm_single_copy = SharedMemoryMode::kAuto;
+  // TUTTI_SHM_STREAMING_STORES: how the shared-memory pipeline of a large allreduce writes
+  // its slots: auto picks ordinary or streaming (cache-bypassing) stores by measured time; on
+  // always streams; off never does.
+  SharedMemoryMode shm_streaming_stores = SharedMemoryMode::kAuto;
   // How many times this process initialized before (set by init, not by the environment);
   // keeps each init's rendezvous keys apart.
   int generation = 0;

@@ -9,6 +9,7 @@
 #include "shm/internal.h"
 #include "shm/layout.h"
 #include "shm/platform.h"
+#include "shm/streaming_copy.h"
 
 namespace tutti {
 namespace shm {
@@ -21,6 +22,7 @@ using internal::kBarrier;
 using internal::kBroadcast;
 using internal::KindName;
 using internal::ForPieces;
+using internal::kPlanSingleCopy;
 using internal::Overlap;
 
 // Every rank writes its data into its block of lines, each line with the call's sequence
@@ -129,7 +131,7 @@ Status Group::AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype
 Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,
                                  tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
                                  int64_t want_begin, int64_t want_end, double factor,
-                                 int divisor, uint32_t* rank0_flags) {
+                                 int divisor, bool streaming, uint32_t* rank0_flags) {
   const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes / es);
   const int64_t chunks = (count + chunk - 1) / chunk;
   std::vector<int64_t> starts(spans.size());
@@ -145,9 +147,17 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
   auto elems = [&](int64_t k) { return std::min(chunk, count - k * chunk); };
   const int64_t ses = static_cast<int64_t>(es);
   // Copies elements [lo, lo + n) of the inputs to `to`, or `from` to the outputs.
+  // Copies into my slot, with streaming stores if so planned (then fenced before a post).
+  auto publish = [&](char* to, const char* from, size_t n) {
+    if (streaming) {
+      StreamingCopy(to, from, n);
+    } else {
+      std::memcpy(to, from, n);
+    }
+  };
   auto gather = [&](int64_t lo, int64_t n, char* to) {
     ForPieces(spans, starts, es, lo, n, [&](int64_t at, const char* in, char*, int64_t m) {
-      std::memcpy(to + at * ses, in, static_cast<size_t>(m) * es);
+      publish(to + at * ses, in, static_cast<size_t>(m) * es);
     });
   };
   auto scatter = [&](int64_t lo, int64_t n, const char* from) {
@@ -168,6 +178,7 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
     slice(n, rank_, &b, &e);
     gather(e0, b, mine);
     gather(e0 + e, n - e, mine + e * ses);
+    if (streaming) StreamingFence();
     r.written = NextPhase();
     Post(Counter(rank_), r.written);
     return Status::OK();
@@ -179,6 +190,7 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
   // survives when both are NaN), which saves it a pass over its slice.
   const bool own_first = rank_ == 0 || (size_ == 2 && (op == TUTTI_REDUCE_SUM ||
                                                        op == TUTTI_REDUCE_PRODUCT));
+  if (streaming && !own_first) partial_.resize(options_.chunk_bytes);
   auto reduce = [&](int64_t k) -> Status {
     Round& r = rounds[k & 3];
     SHM_RETURN_IF_ERROR(WaitAll(r.written));
@@ -207,9 +219,11 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
                       ReduceInto(dtype, op, out, SlotData(j, r.pos) + off + at_bytes, n);
                     }
                     ScaleInPlace(dtype, out, n, factor, divisor);
-                    std::memcpy(acc + at_bytes, out, n * es);
+                    publish(acc + at_bytes, out, n * es);
                   });
-      } else {  // accumulate in the slot, starting from x0
+      } else {  // accumulate in the slot (or, streaming, in private memory), starting from x0
+        char* const slot = acc;
+        if (streaming) acc = partial_.data();
         std::memcpy(acc, SlotData(0, r.pos) + off, len);
         for (int j = 1; j < size_; ++j) {
           if (j != rank_) {
@@ -222,9 +236,11 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
                     });
         }
         ScaleInPlace(dtype, acc, m, factor, divisor);
+        if (streaming) StreamingCopy(slot, acc, len);
         scatter(lo, static_cast<int64_t>(m), acc);
       }
     }
+    if (streaming) StreamingFence();
     r.reduced = NextPhase();
     Post(Counter(rank_), r.reduced);
     return Status::OK();
@@ -544,16 +560,21 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
   desc.own_bytes = static_cast<uint64_t>(bytes[rank_]);
   // A large allgather may take a single copy, planned as allreduce's is (single_copy.cc).
   const bool may_single = MaySingleCopy(static_cast<size_t>(total));
+  Offer offer;
   PlannedCall call;
   if (may_single) {
-    call = PlanCall(static_cast<size_t>(total), allgather_choice_, planned_allgather_single_, &desc);
+    if (options_.single_copy != Options::SingleCopy::kAlways) offer.plans[offer.count++] = 0;
+    offer.plans[offer.count++] = kPlanSingleCopy;
+    offer.choice = offer.count > 1 ? allgather_choice_ : nullptr;
+    call = PlanCall(static_cast<size_t>(total), offer, planned_allgather_, &desc);
   }
+  const bool single = call.plan == kPlanSingleCopy;
   uint32_t rank0_flags = 0;
-  if (call.single) {
+  if (single) {
     SHM_RETURN_IF_ERROR(AllgatherSingleCopy(out, bytes, offset, desc, &rank0_flags));
   }
   const int64_t chunk = static_cast<int64_t>(options_.chunk_bytes);
-  for (int64_t lo = 0; lo < most && !call.single; lo += chunk) {
+  for (int64_t lo = 0; lo < most && !single; lo += chunk) {
     const int pos = NextSlot();
     SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
     const uint32_t written = NextPhase(), done = NextPhase();
@@ -577,8 +598,8 @@ Status Group::Allgatherv(const void* input, void* output, const std::vector<int6
     slot_free_[static_cast<size_t>(pos)] = done;
   }
   if (may_single) {
-    FinishPlannedCall(call, static_cast<size_t>(total), allgather_choice_,
-                      planned_allgather_single_, call.single, rank0_flags);
+    FinishPlannedCall(call, static_cast<size_t>(total), offer, planned_allgather_, call.plan,
+                      rank0_flags);
   }
   return Status::OK();
 }

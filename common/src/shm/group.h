@@ -72,6 +72,11 @@ class Group {
     enum class SingleCopy { kAuto, kAlways, kNever };
     SingleCopy single_copy = SingleCopy::kAuto;
     size_t single_copy_bytes = 1 << 20;
+    // How a pipelined allreduce of at least single_copy_bytes writes its slots: with ordinary
+    // stores, with streaming stores that bypass the cache (streaming_copy.h), or (kAuto)
+    // whichever the measured choice finds faster, among the algorithms above.
+    enum class SlotStores { kAuto, kCached, kStreaming };
+    SlotStores slot_stores = SlotStores::kAuto;
   };
 
   // Bytes of the shared segment for a group of `size` ranks with these options.
@@ -154,6 +159,10 @@ class Group {
   // change between the same two calls (benchmarks compare the modes on one group with it).
   // Has no effect where single copies are unavailable.
   void set_single_copy(Options::SingleCopy mode) { options_.single_copy = mode; }
+  // The same for Options::slot_stores.
+  void set_slot_stores(Options::SlotStores mode) { options_.slot_stores = mode; }
+  // Pipelined allreduces so far that wrote their slots with streaming stores.
+  uint64_t streaming_calls() const { return streaming_calls_; }
 
   // This rank's scratch memory inside the segment (Options::scratch_bytes), or nullptr if
   // `bytes` exceeds it. Allreduce/ReduceScatter of more than chunk_bytes on a buffer that lies
@@ -218,7 +227,7 @@ class Group {
   Status AllreducePipelined(const std::vector<Span>& spans, int64_t count, size_t es,
                             tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
                             int64_t want_begin, int64_t want_end, double factor, int divisor,
-                            uint32_t* rank0_flags);
+                            bool streaming, uint32_t* rank0_flags);
   Status AllreduceDirect(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
                          tutti_reduce_op op, const SlotDesc& call, int64_t want_begin,
                          int64_t want_end);
@@ -236,16 +245,23 @@ class Group {
   };
   // A large allreduce or allgather whose algorithm rank 0 plans one call ahead
   // (single_copy.cc): PlanCall before its first round, FinishPlannedCall once it is done.
+  // The algorithms on offer, as the plan bits (internal::kPlan*) that name them, in the order
+  // of the indices of `choice` (nullptr with one algorithm: nothing to choose).
+  struct Offer {
+    uint32_t plans[AlgorithmChoice::kMaxAlgorithms] = {};
+    int count = 0;
+    AlgorithmChoice* choice = nullptr;
+  };
   struct PlannedCall {
     int size_class = 0;
-    bool always = false;   // SingleCopy::kAlways: the single copy, no plan
-    bool measure = false;  // rank 0 in kAuto: plans the next call and times this one
-    bool single = false;   // this call takes the single copy
+    bool measure = false;  // rank 0 with a choice to make: plans the next call, times this one
+    uint32_t plan = 0;     // this call's algorithm (kPlan* bits; 0: the cached pipeline)
   };
-  PlannedCall PlanCall(size_t bytes, AlgorithmChoice* choice, const bool* planned,
-                       SlotDesc* desc);
-  void FinishPlannedCall(const PlannedCall& call, size_t bytes, AlgorithmChoice* choice,
-                         bool* planned, bool took_single, uint32_t rank0_flags);
+  // What a large allreduce of `bytes` may take under the current options.
+  Offer AllreduceOffer(size_t bytes);
+  PlannedCall PlanCall(size_t bytes, const Offer& offer, const uint32_t* planned, SlotDesc* desc);
+  void FinishPlannedCall(const PlannedCall& call, size_t bytes, const Offer& offer,
+                         uint32_t* planned, uint32_t took, uint32_t rank0_flags);
   // Every rank has arrived at the current planned call (their descriptors are in slot `pos`):
   // rank 0 times the call from here, so that a peer's late arrival is not counted against
   // the algorithm that happened to run; returns rank 0's plan flags.
@@ -308,13 +324,16 @@ class Group {
   // room for a chunk read from a peer and for a partial sum.
   bool single_copy_available_ = false;
   uint64_t single_copy_calls_ = 0;
-  AlgorithmChoice* allreduce_choice_ = nullptr;  // shared by the process's groups of this size
   AlgorithmChoice* broadcast_choice_ = nullptr;
   AlgorithmChoice* allgather_choice_ = nullptr;
   bool timing_call_ = false;     // rank 0: the planned call's arrival is still to be noted
   int64_t call_arrived_ns_ = 0;  // when it was (or, until then, when the call started)
-  bool planned_allreduce_single_[64] = {};  // per size class: rank 0's plan for the next one
-  bool planned_allgather_single_[64] = {};  // and for the next allgather
+  // Per set of algorithms offered to a large allreduce (bit 0 cached pipeline, 1 streaming
+  // pipeline, 2 single copy), its choice; fetched on first use.
+  AlgorithmChoice* allreduce_choices_[8] = {};
+  uint32_t planned_allreduce_[64] = {};  // per size class: rank 0's plan for the next one
+  uint32_t planned_allgather_[64] = {};  // and for the next allgather
+  uint64_t streaming_calls_ = 0;
   std::vector<std::vector<PeerSpan>> peer_spans_;
   std::vector<std::vector<int64_t>> peer_starts_;
   std::vector<char> incoming_, partial_;

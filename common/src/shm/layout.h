@@ -76,8 +76,9 @@ struct alignas(kLine) SlotDesc {
   uint32_t aux = 0;          // dtype/op or root
   uint64_t total_bytes = 0;  // same on every rank
   uint64_t own_bytes = 0;    // this rank's contribution
-  // Large calls that may take a single copy: bit 0 set by the deciding rank when it chose the
-  // single copy, bit 1 by a rank whose buffer table fits the slot; span_count entries follow.
+  // Large calls whose algorithm is planned: the deciding rank's plan for the next call of the
+  // size class (internal::kPlanSingleCopy, kPlanStreaming), and internal::kTableFits set by a
+  // rank whose buffer table fits the slot; span_count entries follow.
   uint32_t single_copy_flags = 0;
   uint32_t span_count = 0;
 };

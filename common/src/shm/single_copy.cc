@@ -19,6 +19,10 @@ namespace tutti {
 namespace shm {
 
 using internal::ForPieces;
+using internal::kPlanBits;
+using internal::kPlanSingleCopy;
+using internal::kPlanStreaming;
+using internal::kTableFits;
 using internal::Overlap;
 
 namespace {
@@ -49,7 +53,6 @@ Status Group::ProbeSingleCopy(const std::function<Status()>& barrier) {
     everyone = everyone && peers_[j].can_read_peers.load(std::memory_order_acquire) == 1;
   }
   single_copy_available_ = everyone;
-  allreduce_choice_ = SharedAlgorithmChoice(0, size_, options_.chunk_bytes);
   broadcast_choice_ = SharedAlgorithmChoice(1, size_, options_.chunk_bytes);
   allgather_choice_ = SharedAlgorithmChoice(2, size_, options_.chunk_bytes);
   peer_spans_.resize(static_cast<size_t>(size_));
@@ -118,16 +121,51 @@ Status Group::ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
 
 // Which algorithm a large allreduce or allgather takes is known to every rank before the call
 // starts, so that the pipeline needs no extra synchronisation: each call's descriptor from
-// rank 0 carries its plan for the next call of the same kind and size class (bit 0), which
-// every rank reads during the call.
-Group::PlannedCall Group::PlanCall(size_t bytes, AlgorithmChoice* choice, const bool* planned,
+// rank 0 carries its plan for the next call of the same kind and size class (kPlan* bits),
+// which every rank reads during the call.
+Group::Offer Group::AllreduceOffer(size_t bytes) {
+  Offer offer;
+  const bool single = MaySingleCopy(bytes);
+  if (single && options_.single_copy == Options::SingleCopy::kAlways) {
+    offer.plans[offer.count++] = kPlanSingleCopy;
+    return offer;
+  }
+  unsigned set = 0;  // the key of the choice: bit 0 cached, 1 streaming, 2 single copy
+  if (options_.slot_stores != Options::SlotStores::kStreaming) {
+    offer.plans[offer.count++] = 0;
+    set |= 1;
+  }
+  if (options_.slot_stores != Options::SlotStores::kCached) {
+    offer.plans[offer.count++] = kPlanStreaming;
+    set |= 2;
+  }
+  if (single) {
+    offer.plans[offer.count++] = kPlanSingleCopy;
+    set |= 4;
+  }
+  if (offer.count > 1) {
+    if (allreduce_choices_[set] == nullptr) {
+      allreduce_choices_[set] = SharedAlgorithmChoice(8 + static_cast<int>(set), size_,
+                                                      options_.chunk_bytes);
+    }
+    offer.choice = allreduce_choices_[set];
+  }
+  return offer;
+}
+
+Group::PlannedCall Group::PlanCall(size_t bytes, const Offer& offer, const uint32_t* planned,
                                    SlotDesc* desc) {
   PlannedCall call;
   call.size_class = AlgorithmChoice::ClassOf(bytes);
-  call.always = options_.single_copy == Options::SingleCopy::kAlways;
-  call.measure = rank_ == 0 && !call.always;
-  call.single = call.always || planned[call.size_class];
-  desc->single_copy_flags = call.measure && choice->Next(bytes) == 1 ? 1u : 0u;
+  call.measure = rank_ == 0 && offer.choice != nullptr;
+  // Rank 0's plan from the last call of this class, if it is on offer (every rank changes
+  // the options between the same calls, so all agree), else the first on offer.
+  call.plan = offer.plans[0];
+  for (int i = 0; i < offer.count; ++i) {
+    if (offer.plans[i] == planned[call.size_class]) call.plan = planned[call.size_class];
+  }
+  desc->single_copy_flags =
+      call.measure ? offer.plans[offer.choice->Next(bytes, offer.count)] : call.plan;
   timing_call_ = call.measure;
   if (call.measure) call_arrived_ns_ = NowNs();
   return call;
@@ -141,10 +179,12 @@ uint32_t Group::AllArrived(int pos) {
   return Desc(0, pos)->single_copy_flags;
 }
 
-void Group::FinishPlannedCall(const PlannedCall& call, size_t bytes, AlgorithmChoice* choice,
-                              bool* planned, bool took_single, uint32_t rank0_flags) {
-  if (!call.always) planned[call.size_class] = (rank0_flags & 1u) != 0;
-  if (call.measure) choice->Record(bytes, took_single ? 1 : 0, NowNs() - call_arrived_ns_);
+void Group::FinishPlannedCall(const PlannedCall& call, size_t bytes, const Offer& offer,
+                              uint32_t* planned, uint32_t took, uint32_t rank0_flags) {
+  planned[call.size_class] = rank0_flags & kPlanBits;
+  for (int i = 0; call.measure && i < offer.count; ++i) {
+    if (offer.plans[i] == took) offer.choice->Record(bytes, i, NowNs() - call_arrived_ns_);
+  }
   timing_call_ = false;
 }
 
@@ -158,25 +198,26 @@ void Group::SetPeerTable(int j, const PeerSpan* table, size_t spans) {
   }
 }
 
-// A single copy starts by exchanging buffer tables; if one does not fit its slot (bit 1
-// clear), that call takes the pipeline after all.
+// A single copy starts by exchanging buffer tables; if one does not fit its slot
+// (kTableFits clear), that call takes the pipeline after all.
 Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size_t es,
                              tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
                              int64_t want_begin, int64_t want_end, double factor, int divisor) {
   const size_t bytes = static_cast<size_t>(count) * es;
-  if (!MaySingleCopy(bytes)) {
+  if (bytes < options_.single_copy_bytes) {
     return AllreducePipelined(spans, count, es, dtype, op, desc, want_begin, want_end, factor,
-                              divisor, nullptr);
+                              divisor, false, nullptr);
   }
   SlotDesc mine = desc;
-  const PlannedCall call = PlanCall(bytes, allreduce_choice_, planned_allreduce_single_, &mine);
-  bool single = call.single;
+  const Offer offer = AllreduceOffer(bytes);
+  const PlannedCall call = PlanCall(bytes, offer, planned_allreduce_, &mine);
+  bool single = call.plan == kPlanSingleCopy;
   uint32_t rank0_flags = 0;
-  if (call.single) {
+  if (single) {
     const int pos = NextSlot();
     SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
     const bool fits = spans.size() <= options_.chunk_bytes / sizeof(PeerSpan);
-    mine.single_copy_flags |= fits ? 2u : 0u;
+    mine.single_copy_flags |= fits ? kTableFits : 0u;
     mine.span_count = fits ? static_cast<uint32_t>(spans.size()) : 0;
     if (fits) {
       PeerSpan* table = reinterpret_cast<PeerSpan*>(SlotData(rank_, pos));
@@ -191,7 +232,9 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
     SHM_RETURN_IF_ERROR(WaitAll(ready));
     SHM_RETURN_IF_ERROR(CheckDescs(pos, mine, "allreduce"));
     rank0_flags = AllArrived(pos);
-    for (int j = 0; j < size_; ++j) single = single && (Desc(j, pos)->single_copy_flags & 2u) != 0;
+    for (int j = 0; j < size_; ++j) {
+      single = single && (Desc(j, pos)->single_copy_flags & kTableFits) != 0;
+    }
     for (int j = 0; single && j < size_; ++j) {
       if (j == rank_) continue;
       SetPeerTable(j, reinterpret_cast<const PeerSpan*>(SlotData(j, pos)), Desc(j, pos)->span_count);
@@ -199,13 +242,17 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
     // Every rank posts a later phase only after reading the tables above.
     slot_free_[static_cast<size_t>(pos)] = phase_ + 1;
   }
+  const bool streaming = call.plan == kPlanStreaming;
   Status s = single ? AllreduceSingleCopy(spans, count, es, dtype, op, want_begin, want_end,
                                           factor, divisor)
                     : AllreducePipelined(spans, count, es, dtype, op, mine, want_begin, want_end,
-                                         factor, divisor, call.single ? nullptr : &rank0_flags);
+                                         factor, divisor, streaming,
+                                         call.plan == kPlanSingleCopy ? nullptr : &rank0_flags);
   if (!s.ok()) return s;
   if (single) ++single_copy_calls_;
-  FinishPlannedCall(call, bytes, allreduce_choice_, planned_allreduce_single_, single, rank0_flags);
+  if (streaming) ++streaming_calls_;
+  FinishPlannedCall(call, bytes, offer, planned_allreduce_, single ? kPlanSingleCopy : call.plan,
+                    rank0_flags);
   return s;
 }
 

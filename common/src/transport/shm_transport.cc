@@ -282,6 +282,11 @@ class SharedMemoryTransport : public Transport {
                             : config_.shm_single_copy == SharedMemoryMode::kOff
                                 ? shm::Group::Options::SingleCopy::kNever
                                 : shm::Group::Options::SingleCopy::kAuto;
+      options.slot_stores = config_.shm_streaming_stores == SharedMemoryMode::kOn
+                                ? shm::Group::Options::SlotStores::kStreaming
+                            : config_.shm_streaming_stores == SharedMemoryMode::kOff
+                                ? shm::Group::Options::SlotStores::kCached
+                                : shm::Group::Options::SlotStores::kAuto;
       // On: every call that the single copy can take (forcing it, for tests and comparisons).
       if (config_.shm_single_copy == SharedMemoryMode::kOn) options.single_copy_bytes = 1;
       const std::string name = "/tutti-" + token_ + "-g" + RendezvousScope(config_) +

@@ -1,7 +1,7 @@
-// The measured choice between two algorithms (shm/algorithm_choice.h) on made-up timings:
-// it tries both, keeps the faster, tries the other again (kTryCalls calls in a row) at
-// growing intervals, follows a change of phase within a few calls, and is not held to a
-// wrong choice by one slow call of a try.
+// The measured choice among two or three algorithms (shm/algorithm_choice.h) on made-up
+// timings: it tries each, keeps the fastest, tries the others again (kTryCalls calls in a
+// row, in turn) at growing intervals, follows a change of phase within a few calls, and is
+// not held to a wrong choice by one slow call of a try.
 #include "shm/algorithm_choice.h"
 
 #include <gtest/gtest.h>
@@ -157,6 +157,75 @@ TEST(AlgorithmChoiceTest, SizeClassesAreSeparate) {
   EXPECT_EQ(choice.Next(16 << 20), 0) << "16 MiB has not been measured yet";
   EXPECT_EQ(choice.Next((1 << 20) + 5), 1);
   EXPECT_GT(choice.Estimate(1 << 20, 0), choice.Estimate(1 << 20, 1));
+}
+
+// Three algorithms (the cached pipeline, the streaming pipeline, the single copy).
+int RunCalls3(AlgorithmChoice* choice, int calls, const int64_t ns[3], int counts[3]) {
+  int last = 0;
+  for (int i = 0; i < calls; ++i) {
+    last = choice->Next(kBytes, 3);
+    choice->Record(kBytes, last, ns[last]);
+    ++counts[last];
+  }
+  return last;
+}
+
+TEST(AlgorithmChoiceTest, ThreeAlgorithmsWarmUpThenTheOthersAreTriedInTurn) {
+  AlgorithmChoice choice;
+  const int64_t ns[3] = {2000000, 5000000, 4000000};
+  for (int a = 0; a < 3; ++a) {
+    for (int twice = 0; twice < 2; ++twice) {
+      ASSERT_EQ(choice.Next(kBytes, 3), a);
+      choice.Record(kBytes, a, ns[a]);
+    }
+  }
+  int tries[3] = {0, 0, 0};  // runs of calls of an algorithm other than the fastest
+  for (int i = 0, previous = 0; i < 300; ++i) {
+    const int a = choice.Next(kBytes, 3);
+    choice.Record(kBytes, a, ns[a]);
+    if (a != previous) ++tries[a];
+    previous = a;
+  }
+  EXPECT_GE(tries[1], 2) << "the second was not tried again";
+  EXPECT_GE(tries[2], 2) << "the third was not tried again";
+  EXPECT_LE(tries[1] + tries[2], 300 / AlgorithmChoice::kMinInterval) << "tried too often";
+}
+
+// The vCPUs move apart: the cached pipeline slows 4x, the streaming one keeps its speed and
+// becomes the fastest; then they share a core again.
+TEST(AlgorithmChoiceTest, ThreeAlgorithmsFollowThePlacementOfTheCpus) {
+  AlgorithmChoice choice;
+  const int64_t together[3] = {2000000, 3000000, 4000000};
+  const int64_t apart[3] = {9000000, 3000000, 9000000};
+  int counts[3] = {0, 0, 0};
+  EXPECT_EQ(RunCalls3(&choice, 200, together, counts), 0);
+  int calls_until_switch = 0;
+  while (choice.Next(kBytes, 3) == 0 && calls_until_switch < 10) {
+    choice.Record(kBytes, 0, apart[0]);
+    ++calls_until_switch;
+  }
+  EXPECT_LE(calls_until_switch, 2) << "two slow calls are a phase";
+  choice.Record(kBytes, 1, apart[1]);
+  int during[3] = {0, 0, 0};
+  RunCalls3(&choice, 200, apart, during);
+  EXPECT_GE(during[1], 200 - 2 * AlgorithmChoice::kTryCalls * (200 / AlgorithmChoice::kMinInterval))
+      << "kept the streaming pipeline";
+  int after[3] = {0, 0, 0};
+  RunCalls3(&choice, 300, together, after);
+  EXPECT_GE(after[0], 300 - 2 * AlgorithmChoice::kMaxInterval) << "found the cached one again";
+}
+
+TEST(AlgorithmChoiceTest, OfferingFewerAlgorithmsNeverReturnsTheOthers) {
+  AlgorithmChoice choice;
+  const int64_t ns[3] = {5000000, 4000000, 1000000};
+  int counts[3] = {0, 0, 0};
+  RunCalls3(&choice, 50, ns, counts);
+  ASSERT_GT(counts[2], 40);
+  for (int i = 0; i < 100; ++i) {
+    const int a = choice.Next(kBytes, 2);
+    ASSERT_LT(a, 2);
+    choice.Record(kBytes, a, ns[a]);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The single-copy protocols of the shared-memory group (single_copy.cc) in real forked
 // processes: broadcast from every root, allgather of uneven parts, the agreed fallback to the
 // pipeline when a rank's buffer table does not fit its slot, and the measured choice
-// (SingleCopy::kAuto) taking both algorithms on every rank alike with correct results. Allreduce of every dtype, op and size
-// over the single copy is in allreduce_test.cc, a peer killed during one in failure_test.cc.
+// (SingleCopy::kAuto, SlotStores::kAuto) taking every algorithm on offer on every rank alike
+// with correct results. Allreduce of every dtype, op and size over the single copy is in
+// allreduce_test.cc, a peer killed during one in failure_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -178,9 +179,12 @@ TEST(ShmSingleCopyTest, MeasuredChoiceTakesBothAlgorithmsOnEveryRankAlike) {
             if (!CheckSum(rank, size, data.data(), count, "allreduce")) return false;
           }
           const uint64_t allreduces = g->single_copy_calls();
-          SHM_CHECK(allreduces >= 1 && allreduces < calls,
-                    "%llu of %d allreduces took the single copy: the choice did not try both",
-                    static_cast<unsigned long long>(allreduces), calls);
+          const uint64_t streamed = g->streaming_calls();
+          SHM_CHECK(allreduces >= 1 && streamed >= 1 && allreduces + streamed < calls,
+                    "of %d allreduces, %llu took the single copy and %llu streamed: the choice "
+                    "did not try all three algorithms", calls,
+                    static_cast<unsigned long long>(allreduces),
+                    static_cast<unsigned long long>(streamed));
           std::vector<char> bytes(400000);
           for (int c = 0; c < calls; ++c) {
             const int root = c % size;
@@ -213,12 +217,48 @@ TEST(ShmSingleCopyTest, MeasuredChoiceTakesBothAlgorithmsOnEveryRankAlike) {
           const uint64_t allgathers = g->single_copy_calls() - allreduces - broadcasts;
           SHM_CHECK(allgathers >= 1 && allgathers < calls, "%llu of %d allgathers took the single copy",
                     static_cast<unsigned long long>(allgathers), calls);
-          const uint64_t counts[3] = {allreduces, broadcasts, allgathers};
+          SHM_CHECK(g->streaming_calls() == streamed, "a broadcast or allgather streamed");
+          const uint64_t counts[4] = {allreduces, streamed, broadcasts, allgathers};
           shared->digests[rank] = testing::Fnv1a(counts, sizeof(counts));
           return true;
         },
         options);
     EXPECT_EQ(problems, "") << size << " ranks";
+  }
+}
+
+// Without the single copy, a large allreduce still chooses between ordinary and streaming
+// stores by measured time, every rank alike; SlotStores::kCached never streams.
+TEST(ShmSingleCopyTest, MeasuredStoresWithoutTheSingleCopy) {
+  for (auto stores : {Group::Options::SlotStores::kAuto, Group::Options::SlotStores::kCached}) {
+    RunOptions options;
+    options.group = testing::SmallChunkOptions();
+    options.group.single_copy = Group::Options::SingleCopy::kNever;
+    options.group.single_copy_bytes = 64 * 1024;
+    options.group.slot_stores = stores;
+    const int calls = 30;
+    std::string problems = RunGroup(3, [&](int rank, Group* g, Shared* shared) {
+      const int64_t count = 100003;
+      std::vector<float> data(static_cast<size_t>(count));
+      for (int c = 0; c < calls; ++c) {
+        for (int64_t i = 0; i < count; ++i) data[i] = Value(rank, i);
+        Status st = g->Allreduce(data.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+        SHM_CHECK(st.ok(), "%s", st.message().c_str());
+        if (!CheckSum(rank, 3, data.data(), count, "allreduce")) return false;
+      }
+      const uint64_t streamed = g->streaming_calls();
+      if (stores == Group::Options::SlotStores::kAuto) {
+        SHM_CHECK(streamed >= 1 && streamed < calls, "%llu of %d allreduces streamed",
+                  static_cast<unsigned long long>(streamed), calls);
+      } else {
+        SHM_CHECK(streamed == 0, "%llu allreduces streamed",
+                  static_cast<unsigned long long>(streamed));
+      }
+      SHM_CHECK(g->single_copy_calls() == 0, "a call took the single copy");
+      shared->digests[rank] = testing::Fnv1a(&streamed, sizeof(streamed));
+      return true;
+    }, options);
+    EXPECT_EQ(problems, "") << "stores " << static_cast<int>(stores);
   }
 }
 
