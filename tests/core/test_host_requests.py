@@ -14,15 +14,18 @@ import launch
 WORKER = launch.worker("workers/host_requests.py")
 
 
-@pytest.mark.parametrize("np_,controller,single_copy", [
-    (2, "mpi", None), (3, "mpi", None), (2, "gloo", None), (3, "gloo", None),
-    (2, "mpi", "on"), (3, "gloo", "on"), (2, "gloo", "off"),
+@pytest.mark.parametrize("np_,controller,single_copy,streaming", [
+    (2, "mpi", None, None), (3, "mpi", None, None), (2, "gloo", None, None),
+    (3, "gloo", None, None), (2, "mpi", "on", "on"), (3, "gloo", "on", None),
+    (2, "gloo", "off", "off"), (3, "mpi", "off", "on"),
 ])
-def test_host_requests(np_, controller, single_copy):
+def test_host_requests(np_, controller, single_copy, streaming):
     env = None
     if single_copy is not None:
         env = {"TUTTI_SHM_SINGLE_COPY": single_copy,
                "TUTTI_TEST_SINGLE_COPY": "1" if launch.kernel_allows_single_copy() else "0"}
+        if streaming is not None:
+            env["TUTTI_SHM_STREAMING_STORES"] = streaming
     result = launch.run_ranks(np_, [sys.executable, WORKER], controller=controller, env=env)
     print(result.stdout)
     assert result.returncode == 0, launch.describe(result)

@@ -17,6 +17,7 @@ const char* const kCounterNames[kCounterCount] = {
     "caller_cycles",
     "follow_up_cycles",
     "shm_single_copy_calls",
+    "shm_streaming_calls",
     "shm_cpu_moves",
     "cycle_time_us",
     "fusion_threshold_bytes",

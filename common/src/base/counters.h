@@ -23,6 +23,7 @@ enum Counter : int {
   kCallerCycles,        // cycles run by a thread inside tutti_run, not the core's thread
   kFollowUpCycles,      // cycles opened at once for requests in flight (Context::FollowUpDue)
   kShmSingleCopyCalls,  // shared-memory collectives that took the single copy (Transport)
+  kShmStreamingCalls,   // shared-memory allreduces whose pipeline streamed into its slots
   kShmCpuMoves,         // moves off a CPU shared with a same-host peer (Transport::CpuMoves)
   // Settings in force (gauges).
   kCycleTimeMicros,

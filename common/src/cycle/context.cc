@@ -508,6 +508,7 @@ void Context::ExecuteOne(Work* work) {
 void Context::NoteTransportCounters() {
   // Once per collective, before its completions wake a caller who may read the counters.
   counters_.Set(kShmSingleCopyCalls, transport_->SingleCopyCalls());
+  counters_.Set(kShmStreamingCalls, transport_->StreamingCalls());
   counters_.Set(kShmCpuMoves, transport_->CpuMoves());
 }
 

@@ -115,6 +115,7 @@ class SharedMemoryTransport : public Transport {
     if (it != plans_.end() && it->second.hierarchical) inner_->RemoveProcessSet(LeadersSetId(id));
     if (it != plans_.end() && it->second.group) {
       retired_single_copy_calls_ += static_cast<int64_t>(it->second.group->single_copy_calls());
+      retired_streaming_calls_ += static_cast<int64_t>(it->second.group->streaming_calls());
       retired_cpu_moves_ += static_cast<int64_t>(it->second.group->cpu_moves());
     }
     plans_.erase(id);
@@ -203,6 +204,14 @@ class SharedMemoryTransport : public Transport {
     int64_t calls = retired_single_copy_calls_;
     for (const auto& item : plans_) {
       if (item.second.group) calls += static_cast<int64_t>(item.second.group->single_copy_calls());
+    }
+    return calls;
+  }
+
+  int64_t StreamingCalls() const override {
+    int64_t calls = retired_streaming_calls_;
+    for (const auto& item : plans_) {
+      if (item.second.group) calls += static_cast<int64_t>(item.second.group->streaming_calls());
     }
     return calls;
   }
@@ -326,6 +335,7 @@ class SharedMemoryTransport : public Transport {
   std::vector<int> hosts_;  // host index of every rank
   std::map<int32_t, SetPlan> plans_;
   int64_t retired_single_copy_calls_ = 0;  // of the groups of removed process sets
+  int64_t retired_streaming_calls_ = 0;
   int64_t retired_cpu_moves_ = 0;
   std::vector<uint64_t> flag_words_;  // every rank's flags, reused
 };

@@ -21,7 +21,9 @@
    module's argument checks raise TypeError.
 6. single_copy_counter: with TUTTI_SHM_SINGLE_COPY=on (and TUTTI_TEST_SINGLE_COPY=1: the
    kernel permits it), a 4 MiB allreduce_ takes the single copy and the counter
-   shm_single_copy_calls counts it; with TUTTI_SHM_SINGLE_COPY=off it stays 0.
+   shm_single_copy_calls counts it; with TUTTI_SHM_SINGLE_COPY=off it stays 0. With
+   TUTTI_SHM_STREAMING_STORES=on, the call that does not take the single copy streams
+   into the segment and shm_streaming_calls counts it; with off it stays 0.
 7. plain_run: allreduce_'s one native call (_host_requests.run_plain) runs a plain call
    (the array holds the sum); it and allreduce_async_'s (submit_plain) decline, having
    done nothing, every argument that is not plain (no name, an empty one, Adasum, an int
@@ -239,16 +241,23 @@ def single_copy_counter(check):
     mode = os.environ.get("TUTTI_SHM_SINGLE_COPY")
     if mode not in ("on", "off"):
         return
-    before = hvd.counters()["shm_single_copy_calls"]
+    streaming = os.environ.get("TUTTI_SHM_STREAMING_STORES")
+    before = hvd.counters()
     x = np.full(1 << 20, check.rank + 1, np.float32)
     hvd.allreduce_(x, op=hvd.Sum, name="single_copy.4MiB")
     check.equal("single_copy.sum", x, np.full(1 << 20, sum(range(1, check.size + 1)), np.float32))
-    took = hvd.counters()["shm_single_copy_calls"] - before
+    after = hvd.counters()
+    took = after["shm_single_copy_calls"] - before["shm_single_copy_calls"]
     expected = 1 if mode == "on" and os.environ.get("TUTTI_TEST_SINGLE_COPY") == "1" else 0
     if took != expected:
         check.fail("single_copy.counter", "shm_single_copy_calls rose by %d, expected %d (mode %s)"
                    % (took, expected, mode))
-    say("rank %d: single_copy_counter: %s: %d" % (check.rank, mode, took))
+    streamed = after["shm_streaming_calls"] - before["shm_streaming_calls"]
+    if streaming in ("on", "off") and streamed != (1 - expected if streaming == "on" else 0):
+        check.fail("single_copy.streaming", "shm_streaming_calls rose by %d (single copy %s, "
+                   "streaming stores %s)" % (streamed, mode, streaming))
+    say("rank %d: single_copy_counter: %s: %d, streaming stores %s: %d"
+        % (check.rank, mode, took, streaming, streamed))
 
 
 def interrupted(check):
