@@ -211,13 +211,14 @@ def _x(ratio):
     return "-" if ratio is None else "%.2fx" % ratio
 
 
-def _single_copy_share(row):
-    """"k/n": k of the row's n timed collectives took the single copy ("" for other
-    libraries)."""
-    if "single_copy_calls" not in row:
+def _single_copy_share(row, key="single_copy_calls"):
+    """"k/n": k of the row's n timed collectives took the single copy (or, with key
+    "streaming_calls", streamed into the segment; "" for other libraries and for runs
+    before the count)."""
+    if key not in row:
         return ""
     n = row.get("collectives", len(row["samples_s"]) * row.get("calls_per_sample", 1))
-    return "%d/%d" % (row["single_copy_calls"], n)
+    return "%d/%d" % (row[key], n)
 
 
 def _table(header, rows):
@@ -266,9 +267,10 @@ def render(doc):
             rows.sort(key=lambda r: (r["bytes"], run["impls"].index(r["impl"])))
             out.append("")
             out.append("%s, %d ranks" % (collective, n))
-            # tutti's timed calls that took shared memory's single copy (runs since it
-            # has a counter): which algorithm the figure is of.
+            # tutti's timed calls that took shared memory's single copy or streamed into
+            # the segment (runs since they have counters): which algorithm the figure is of.
             counted = any("single_copy_calls" in r for r in rows)
+            streamed = any("streaming_calls" in r for r in rows)
             table, last = [], None
             for r in rows:
                 table.append([format_size(r["bytes"]) if r["bytes"] != last else "", r["impl"],
@@ -276,12 +278,14 @@ def render(doc):
                               "%.3f" % r["busbw_GBps"], _x(r["vs_mpi4py"]),
                               _x(r["vs_torch_gloo"])] + ([_x(r.get("vs_horovod"))]
                                                          if peers else [])
-                             + ([_single_copy_share(r)] if counted else []))
+                             + ([_single_copy_share(r)] if counted else [])
+                             + ([_single_copy_share(r, "streaming_calls")] if streamed else []))
                 last = r["bytes"]
             out.append(_table(["size", "impl", "median", "algbw GB/s", "busbw GB/s",
                                "vs mpi4py", "vs torch-gloo"]
                               + (["vs horovod"] if peers else [])
-                              + (["single copy"] if counted else []), table))
+                              + (["single copy"] if counted else [])
+                              + (["streamed"] if streamed else []), table))
         fused = run.get("fused", [])
         if fused:
             out.append("")
@@ -290,9 +294,11 @@ def render(doc):
             # tutti's allreduces in the timed calls (a call of 100 separate requests may
             # take several) and how many of them took the single copy.
             counted = any("single_copy_calls" in r for r in fused)
+            streamed = any("streaming_calls" in r for r in fused)
             out.append(_table(["what", "median", "of which submitting", "algbw GB/s",
                                "busbw GB/s", "vs reference"] + (["vs horovod"] if peers else [])
-                              + (["single copy"] if counted else []),
+                              + (["single copy"] if counted else [])
+                              + (["streamed"] if streamed else []),
                               [[r["label"], format_time(r["median_s"]),
                                 format_time(r["submit_median_s"])
                                 if r.get("submit_median_s") is not None else "",
@@ -300,6 +306,8 @@ def render(doc):
                                 _x(r["vs_mpi4py_1_buffer"])]
                                + ([_x(r.get("vs_horovod"))] if peers else [])
                                + ([_single_copy_share(r)] if counted else [])
+                               + ([_single_copy_share(r, "streaming_calls")] if streamed
+                                  else [])
                                for r in fused]))
         latency = run.get("latency", [])
         if latency:

@@ -144,6 +144,7 @@ def sweep_turn(comm, config, groups, sessions, size, x, out, plans, rows, rotati
                     plans[key] = (calls, -(-count // rounds))
                 calls, share = plans[key]
                 before = impl_mod.single_copy_calls(impl)
+                streamed = impl_mod.single_copy_calls(impl, "shm_streaming_calls")
                 times = measure.samples(comm, call, share, calls)
                 if comm.rank == 0:
                     row = rows.setdefault((collective, size, impl.name), {
@@ -153,6 +154,9 @@ def sweep_turn(comm, config, groups, sessions, size, x, out, plans, rows, rotati
                     if before is not None:  # which of tutti's shared-memory algorithms ran
                         row["single_copy_calls"] = (row.get("single_copy_calls", 0)
                                                     + impl_mod.single_copy_calls(impl) - before)
+                        row["streaming_calls"] = (row.get("streaming_calls", 0)
+                                                  + impl_mod.single_copy_calls(
+                                                      impl, "shm_streaming_calls") - streamed)
 
 
 # ---- 100 small tensors submitted at once ----
@@ -216,6 +220,7 @@ def fused(comm, config, groups, sessions, baton=INERT):
                         if hasattr(impl, "last_submit_s"):
                             submits.append(impl.last_submit_s)
                     before = impl_mod.single_copy_calls(impl)
+                    streamed = impl_mod.single_copy_calls(impl, "shm_streaming_calls")
                     collectives = impl_mod.single_copy_calls(impl, "allreduce_collectives")
                     times = measure.samples(comm, timed, max(1, config["fused_samples"] // rounds))
                     submits = comm.gather(submits, root=0)
@@ -230,6 +235,10 @@ def fused(comm, config, groups, sessions, baton=INERT):
                             entry["single_copy_calls"] = (entry.get("single_copy_calls", 0)
                                                           + impl_mod.single_copy_calls(impl)
                                                           - before)
+                            entry["streaming_calls"] = (entry.get("streaming_calls", 0)
+                                                        + impl_mod.single_copy_calls(
+                                                            impl, "shm_streaming_calls")
+                                                        - streamed)
                             entry["collectives"] = (entry.get("collectives", 0)
                                                     + impl_mod.single_copy_calls(
                                                         impl, "allreduce_collectives")
