@@ -251,8 +251,9 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
   if (!s.ok()) return s;
   if (single) ++single_copy_calls_;
   if (streaming) ++streaming_calls_;
-  FinishPlannedCall(call, bytes, offer, planned_allreduce_, single ? kPlanSingleCopy : call.plan,
-                    rank0_flags);
+  // A planned single copy whose tables did not fit ran the cached pipeline.
+  FinishPlannedCall(call, bytes, offer, planned_allreduce_,
+                    single ? kPlanSingleCopy : streaming ? kPlanStreaming : 0u, rank0_flags);
   return s;
 }
 
