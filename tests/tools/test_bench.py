@@ -3,7 +3,8 @@ that the JSON holds every cell, that tutti's submission time is part of each 100
 call (one call per tensor and one grouped call), that tutti's cells count their single
 copies (and the 100-tensor rows their allreduces), that the CPUs' state is recorded around the
 launch, and that the report names what it measured;
-also that the diagnostics fused_interleaved.py and isolated_breakdown.py run."""
+also that the diagnostics fused_interleaved.py and isolated_breakdown.py run, and that
+alternate.py hands each value of a setting to its launches."""
 
 import json
 import os
@@ -107,6 +108,32 @@ def test_unknown_peer_is_refused(tmp_path):
     assert result.returncode == 2, launch.describe(result)
     assert "--peers: unknown peer 'nccl'; choose from horovod" in result.stderr, \
         launch.describe(result)
+
+
+def test_alternate_passes_each_value_to_its_launches(tmp_path):
+    # Two launches, the streaming stores off and then on (single copy off, so that every
+    # pipelined 1 MiB call of the second streams): the counts in each launch's JSON show
+    # which value it ran with, and the report lists both launches and a summary per value.
+    script = os.path.abspath(os.path.join("tools", "bench", "alternate.py"))
+    result = launch.run(
+        [sys.executable, script, "--env", "TUTTI_SHM_STREAMING_STORES", "--values", "off,on",
+         "--launches", "2", "--keep", str(tmp_path), "--", sys.executable, SCRIPT, "--quick",
+         "--np", "2", "--sizes", "1M", "--collectives", "allreduce", "--no-latency",
+         "--no-fused", "--impls", "tutti-mpi-np", "--plot", str(tmp_path / "bench.png")],
+        env={"TUTTI_BENCH_DIR": str(tmp_path), "TUTTI_SHM_SINGLE_COPY": "off"}, timeout=280)
+    assert result.returncode == 0, launch.describe(result)
+    streamed = []
+    for number in (1, 2):
+        doc = json.loads((tmp_path / ("launch_%d.json" % number)).read_text())
+        (row,) = [r for r in doc["runs"][0]["sweep"] if r["impl"] == "tutti-mpi-np"]
+        streamed.append(row["streaming_calls"])
+    assert streamed[0] == 0 and streamed[1] > 0, streamed
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("  1 off    apart ") for line in lines), launch.describe(result)
+    assert any(line.startswith("  2 on     apart ") for line in lines), launch.describe(result)
+    assert any(line.startswith("on       1 MiB  all launches (1): median ")
+               for line in lines), launch.describe(result)
+    assert (tmp_path / "probe.trace").stat().st_size > 0
 
 
 def test_fused_interleaved_runs_and_reports_every_contender():

@@ -3,7 +3,8 @@
 //   bazel-bin/tools/bench/vcpu_probe [--seconds 2] [--interval-ms 50] [--json] [--trace]
 //
 // --trace also prints every sample (seconds since the start, round trip us, memcpy us,
-// kernel copy us), to follow the state over minutes.
+// kernel copy us) as it is taken, to follow the state over minutes (tools/bench/alternate.py
+// reads it alongside benchmark launches).
 //
 // Two processes (this one and a forked child) take samples every interval: the round trip
 // of a value through a shared cache line (the child echoes it), a 4 MiB memcpy within this
@@ -168,6 +169,7 @@ int main(int argc, char** argv) {
     if (trace) {
       std::printf("%.2f %.3f %.0f %.0f\n", (NowUs() - begin) / 1e6, round_trips.back(),
                   copies.back(), kernel_copy_works ? kernel_copies.back() : 0.0);
+      std::fflush(stdout);  // a trace read while the probe runs, or cut off by a signal
     }
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(interval_ms));
   }
