@@ -60,8 +60,14 @@ class AlgorithmChoice {
   int Next(size_t bytes, int algorithms = 2) {
     Class& c = classes_[ClassOf(bytes)];
     c.algorithms = algorithms;
+    // Warm-up: each algorithm twice. Counted when planned, not when recorded: a caller that
+    // plans one call ahead (the group does) records a call only after planning the next.
     for (int a = 0; a < algorithms; ++a) {
-      if (c.recent[a].count == 0) return a;
+      Window& w = c.recent[a];
+      if (w.count == 0 && w.warm_up_planned < 2) {
+        ++w.warm_up_planned;
+        return a;
+      }
     }
     if (c.try_calls_to_plan > 0 && c.tried < algorithms) {  // the rest of a try
       --c.try_calls_to_plan;
@@ -126,6 +132,7 @@ class AlgorithmChoice {
     double samples[kWindow] = {0, 0, 0};
     int count = 0, next = 0;
     bool warm = false;  // the first sample, dropped, has been seen
+    int warm_up_planned = 0;  // calls Next returned for the warm-up
     double Median() const {
       if (count == 0) return 0;
       if (count == 1) return samples[(next + kWindow - 1) % kWindow];

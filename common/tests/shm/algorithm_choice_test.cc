@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace tutti {
 namespace shm {
 namespace {
@@ -189,6 +191,24 @@ TEST(AlgorithmChoiceTest, ThreeAlgorithmsWarmUpThenTheOthersAreTriedInTurn) {
   EXPECT_GE(tries[1], 2) << "the second was not tried again";
   EXPECT_GE(tries[2], 2) << "the third was not tried again";
   EXPECT_LE(tries[1] + tries[2], 300 / AlgorithmChoice::kMinInterval) << "tried too often";
+}
+
+// The group plans each call one call ahead: rank 0 asks Next for the next call's algorithm
+// before it records the current one, and a size class's first call takes the cached
+// pipeline before any plan exists. The warm-up still takes two planned calls per algorithm
+// (it took three when it counted recorded calls).
+TEST(AlgorithmChoiceTest, WarmUpTakesTwoCallsEachWhenPlannedOneCallAhead) {
+  AlgorithmChoice choice;
+  const int64_t ns[3] = {2000000, 3000000, 4000000};
+  std::string ran;
+  int current = 0;  // the first call's plan: the cached pipeline
+  for (int i = 0; i < 8; ++i) {
+    const int next = choice.Next(kBytes, 3);
+    choice.Record(kBytes, current, ns[current]);
+    ran += static_cast<char>('0' + current);
+    current = next;
+  }
+  EXPECT_EQ(ran.substr(0, 7), "0001122") << ran;
 }
 
 // The vCPUs move apart: the cached pipeline slows 4x, the streaming one keeps its speed and
