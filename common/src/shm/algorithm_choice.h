@@ -58,6 +58,8 @@ class AlgorithmChoice {
   // that it may offer fewer (say, when another group cannot take the last one): the choice
   // is then among the first `algorithms` only.
   int Next(size_t bytes, int algorithms = 2) {
+    if (algorithms < 2) return 0;  // nothing to choose
+    if (algorithms > kMaxAlgorithms) algorithms = kMaxAlgorithms;
     Class& c = classes_[ClassOf(bytes)];
     c.algorithms = algorithms;
     // Warm-up: each algorithm twice. Counted when planned, not when recorded: a caller that

@@ -146,7 +146,6 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
   };
   auto elems = [&](int64_t k) { return std::min(chunk, count - k * chunk); };
   const int64_t ses = static_cast<int64_t>(es);
-  // Copies elements [lo, lo + n) of the inputs to `to`, or `from` to the outputs.
   // Copies into my slot, with streaming stores if so planned (then fenced before a post).
   auto publish = [&](char* to, const char* from, size_t n) {
     if (streaming) {
@@ -155,6 +154,7 @@ Status Group::AllreducePipelined(const std::vector<Span>& spans, int64_t count, 
       std::memcpy(to, from, n);
     }
   };
+  // Copies elements [lo, lo + n) of the inputs to `to` (my slot), or `from` to the outputs.
   auto gather = [&](int64_t lo, int64_t n, char* to) {
     ForPieces(spans, starts, es, lo, n, [&](int64_t at, const char* in, char*, int64_t m) {
       publish(to + at * ses, in, static_cast<size_t>(m) * es);

@@ -235,6 +235,14 @@ TEST(AlgorithmChoiceTest, ThreeAlgorithmsFollowThePlacementOfTheCpus) {
   EXPECT_GE(after[0], 300 - 2 * AlgorithmChoice::kMaxInterval) << "found the cached one again";
 }
 
+TEST(AlgorithmChoiceTest, OneAlgorithmIsNoChoice) {
+  AlgorithmChoice choice;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(choice.Next(kBytes, 1), 0);
+    choice.Record(kBytes, 0, 1000000);
+  }
+}
+
 TEST(AlgorithmChoiceTest, OfferingFewerAlgorithmsNeverReturnsTheOthers) {
   AlgorithmChoice choice;
   const int64_t ns[3] = {5000000, 4000000, 1000000};
