@@ -156,6 +156,19 @@ TEST(ShmSingleCopyTest, FallsBackTogetherWhenATableDoesNotFit) {
   EXPECT_EQ(problems, "");
 }
 
+// `calls` allreduces of 100003 floats (400 KB), each checked.
+bool AllreduceCalls(int rank, int size, Group* g, int calls) {
+  const int64_t count = 100003;
+  std::vector<float> data(static_cast<size_t>(count));
+  for (int c = 0; c < calls; ++c) {
+    for (int64_t i = 0; i < count; ++i) data[i] = Value(rank, i);
+    Status st = g->Allreduce(data.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+    SHM_CHECK(st.ok(), "%s", st.message().c_str());
+    if (!CheckSum(rank, size, data.data(), count, "allreduce")) return false;
+  }
+  return true;
+}
+
 // The measured choice: rank 0 (allreduce) or the root (broadcast) decides and the others
 // follow; within the first calls both algorithms run, every result is right, and every rank
 // counts the same single copies (the digests compare the counts).
@@ -170,14 +183,7 @@ TEST(ShmSingleCopyTest, MeasuredChoiceTakesBothAlgorithmsOnEveryRankAlike) {
     std::string problems = RunGroup(
         size,
         [&](int rank, Group* g, Shared* shared) {
-          const int64_t count = 100003;
-          std::vector<float> data(static_cast<size_t>(count));
-          for (int c = 0; c < calls; ++c) {
-            for (int64_t i = 0; i < count; ++i) data[i] = Value(rank, i);
-            Status st = g->Allreduce(data.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
-            SHM_CHECK(st.ok(), "%s", st.message().c_str());
-            if (!CheckSum(rank, size, data.data(), count, "allreduce")) return false;
-          }
+          if (!AllreduceCalls(rank, size, g, calls)) return false;
           const uint64_t allreduces = g->single_copy_calls();
           const uint64_t streamed = g->streaming_calls();
           SHM_CHECK(allreduces >= 1 && streamed >= 1 && allreduces + streamed < calls,
@@ -238,14 +244,7 @@ TEST(ShmSingleCopyTest, MeasuredStoresWithoutTheSingleCopy) {
     options.group.slot_stores = stores;
     const int calls = 30;
     std::string problems = RunGroup(3, [&](int rank, Group* g, Shared* shared) {
-      const int64_t count = 100003;
-      std::vector<float> data(static_cast<size_t>(count));
-      for (int c = 0; c < calls; ++c) {
-        for (int64_t i = 0; i < count; ++i) data[i] = Value(rank, i);
-        Status st = g->Allreduce(data.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
-        SHM_CHECK(st.ok(), "%s", st.message().c_str());
-        if (!CheckSum(rank, 3, data.data(), count, "allreduce")) return false;
-      }
+      if (!AllreduceCalls(rank, 3, g, calls)) return false;
       const uint64_t streamed = g->streaming_calls();
       if (stores == Group::Options::SlotStores::kAuto) {
         SHM_CHECK(streamed >= 1 && streamed < calls, "%llu of %d allreduces streamed",
