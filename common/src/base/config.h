@@ -76,7 +76,7 @@ struct Config {
   SharedMemoryMode shm_single_copy = SharedMemoryMode::kAuto;
   // TUTTI_SHM_STREAMING_STORES: how the shared-memory pipeline of a large allreduce writes
   // its slots: auto picks ordinary or streaming (cache-bypassing) stores by measured time; on
-  // always streams; off never does.
+  // always streams; off never does. Ranks may differ (each writes its own slots).
   SharedMemoryMode shm_streaming_stores = SharedMemoryMode::kAuto;
   // How many times this process initialized before (set by init, not by the environment);
   // keeps each init's rendezvous keys apart.

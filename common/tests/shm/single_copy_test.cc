@@ -261,6 +261,33 @@ TEST(ShmSingleCopyTest, MeasuredStoresWithoutTheSingleCopy) {
   }
 }
 
+// The stores are each rank's own business: ranks that disagree about them still agree on
+// every call's protocol (rank 0's plan of the single copy is on every rank's offer), so
+// every result is right, whichever stores each rank used.
+TEST(ShmSingleCopyTest, RanksMayDisagreeOnTheStores) {
+  using SlotStores = Group::Options::SlotStores;
+  for (bool single_copy : {false, true}) {
+    if (single_copy && !testing::KernelAllowsSingleCopy()) continue;
+    RunOptions options;
+    options.group = testing::SmallChunkOptions();
+    options.group.single_copy =
+        single_copy ? Group::Options::SingleCopy::kAuto : Group::Options::SingleCopy::kNever;
+    options.group.single_copy_bytes = 64 * 1024;
+    options.rank_options = [](int rank, Group::Options* o) {
+      o->slot_stores = rank == 0 ? SlotStores::kAuto
+                                 : rank == 1 ? SlotStores::kStreaming : SlotStores::kCached;
+    };
+    options.same_digests = false;  // the ranks' counts differ
+    std::string problems = RunGroup(3, [&](int rank, Group* g, Shared*) {
+      if (!AllreduceCalls(rank, 3, g, 30)) return false;
+      if (rank == 1) SHM_CHECK(g->streaming_calls() > 0, "rank 1 never streamed");
+      if (rank == 2) SHM_CHECK(g->streaming_calls() == 0, "rank 2 streamed");
+      return true;
+    }, options);
+    EXPECT_EQ(problems, "") << "single copy " << single_copy;
+  }
+}
+
 // With SingleCopy::kNever no rank probes or takes it.
 TEST(ShmSingleCopyTest, NeverMeansNever) {
   RunOptions options;
