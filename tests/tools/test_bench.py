@@ -3,12 +3,15 @@ that the JSON holds every cell, that tutti's submission time is part of each 100
 call (one call per tensor and one grouped call), that tutti's cells count their single
 copies (and the 100-tensor rows their allreduces), that the CPUs' state is recorded around the
 launch, and that the report names what it measured;
-also that the diagnostics fused_interleaved.py and isolated_breakdown.py run, and that
-alternate.py hands each value of a setting to its launches."""
+also that the diagnostics fused_interleaved.py and isolated_breakdown.py run, that
+alternate.py hands each value of a setting to its launches, and that a probe killed
+mid-trace leaves no process behind."""
 
 import json
 import os
+import subprocess
 import sys
+import time
 
 import launch
 
@@ -134,6 +137,35 @@ def test_alternate_passes_each_value_to_its_launches(tmp_path):
     assert any(line.startswith("on       1 MiB  all launches (1): median ")
                for line in lines), launch.describe(result)
     assert (tmp_path / "probe.trace").stat().st_size > 0
+
+
+def test_a_probe_killed_mid_trace_leaves_no_process_behind():
+    # alternate.py stops its probe with SIGTERM, which may land while the probe's child is
+    # echoing a batch of round trips: the child must die with its parent, not spin on.
+    probe = os.path.abspath(os.path.join("tools", "bench", "vcpu_probe"))
+    marker = "4321.5"  # an unusual --seconds, to find this test's processes
+    for attempt in range(40):
+        proc = subprocess.Popen([probe, "--seconds", marker, "--interval-ms", "1", "--trace"],
+                                stdout=subprocess.DEVNULL)
+        time.sleep(0.02 + 0.005 * attempt)
+        proc.terminate()
+        proc.wait(timeout=10)
+    def probes():
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue  # gone meanwhile
+            if args[0].endswith(b"vcpu_probe") and marker.encode() in args:
+                found.append(pid)
+        return found
+
+    deadline = time.monotonic() + 5
+    while probes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not probes(), "probe processes left running: %s" % probes()
 
 
 def test_fused_interleaved_runs_and_reports_every_contender():

@@ -18,6 +18,8 @@
 // collectives on the second (docs/benchmarks.md, "The CPUs' state" and runs AB). Each launch
 // records both before and after it.
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -120,12 +122,17 @@ int main(int argc, char** argv) {
     std::perror("vcpu_probe: pipe");
     return 1;
   }
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
     std::perror("vcpu_probe: fork");
     return 1;
   }
   if (child == 0) {
+    // The child may be spinning mid-batch when the parent is killed (alternate.py stops a
+    // --trace probe with SIGTERM): it must not outlive the parent, spinning on a CPU.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(0);  // the parent died before prctl
     close(wake[1]);
     Child(shared, wake[0]);
   }
@@ -183,15 +190,16 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"samples\": %zu, \"round_trip_us\": {\"p50\": %.3f, \"p90\": %.3f, \"max\": %.3f}, "
         "\"memcpy_4mib_us\": {\"p50\": %.0f, \"p90\": %.0f, \"max\": %.0f}, "
-        "\"kernel_copy_4mib_us\": %s, \"kernel_copy_outliers\": %d}\n",
-        round_trips.size(), rt.p50, rt.p90, rt.max, mc.p50, mc.p90, mc.max,
-        kernel_copies.empty()
-            ? "null"
-            : ("{\"p50\": " + std::to_string(static_cast<int64_t>(kc.p50)) + ", \"p90\": " +
-               std::to_string(static_cast<int64_t>(kc.p90)) + ", \"max\": " +
-               std::to_string(static_cast<int64_t>(kc.max)) + "}")
-                  .c_str(),
-        outliers);
+        "\"kernel_copy_4mib_us\": ",
+        round_trips.size(), rt.p50, rt.p90, rt.max, mc.p50, mc.p90, mc.max);
+    if (kernel_copies.empty()) {
+      std::printf("null");
+    } else {
+      std::printf("{\"p50\": %lld, \"p90\": %lld, \"max\": %lld}",
+                  static_cast<long long>(kc.p50), static_cast<long long>(kc.p90),
+                  static_cast<long long>(kc.max));
+    }
+    std::printf(", \"kernel_copy_outliers\": %d}\n", outliers);
   } else {
     std::printf("%zu samples: round trip between processes p50 %.3f us (p90 %.3f); 4 MiB memcpy "
                 "p50 %.0f us (p90 %.0f)",
