@@ -65,17 +65,15 @@ def summarize(launches, values, mostly):
     lines = []
     sizes = sorted({size for launch in launches for size in launch["ratios"]})
     for value in values:
+        mine = [launch for launch in launches if launch["value"] == value]
+        groups = (("all", mine), ("apart", [l for l in mine if l["apart_share"] >= mostly]))
         for size in sizes:
             line = "%-6s %7s" % (value, format_size(size))
-            for label, keep in (("all", lambda launch: True),
-                                ("apart", lambda launch: launch["apart_share"] >= mostly)):
-                ratios = [r for launch in launches if launch["value"] == value and keep(launch)
-                          for r in launch["ratios"].get(size, [])]
-                count = len({id(launch) for launch in launches
-                             if launch["value"] == value and keep(launch)})
+            for label, group in groups:
+                ratios = [r for launch in group for r in launch["ratios"].get(size, [])]
                 if ratios:
                     line += "  %s launches (%d): median %.2fx, worst %.2fx" % (
-                        label, count, statistics.median(ratios), min(ratios))
+                        label, len(group), statistics.median(ratios), min(ratios))
                 else:
                     line += "  %s launches: none" % label
             lines.append(line)

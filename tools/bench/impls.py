@@ -180,14 +180,28 @@ def _submit_then_wait(hvd, bufs, prefix):
     return submitted
 
 
-def single_copy_calls(impl, counter="shm_single_copy_calls"):
-    """For tutti's implementations, the running session's count of collectives that took
-    shared memory's single copy (or another of its counters); None for the others."""
+# The core's counters that say which of tutti's algorithms a row's calls took, under the
+# names the rows report them by: single copies, streamed allreduces, and allreduces in all.
+ROW_COUNTERS = {"single_copy_calls": "shm_single_copy_calls",
+                "streaming_calls": "shm_streaming_calls",
+                "collectives": "allreduce_collectives"}
+
+
+def tutti_counts(impl):
+    """For tutti's implementations, the running session's ROW_COUNTERS (one read of the
+    core's counters); None for the others."""
     if not isinstance(impl, (TuttiNumpy, TuttiTorch)):
         return None
     import tutti.common
 
-    return tutti.common.counters()[counter]
+    counters = tutti.common.counters()
+    return {key: counters[name] for key, name in ROW_COUNTERS.items()}
+
+
+def add_counts(entry, before, after, keys):
+    """Adds what each counter in `keys` rose by from `before` to `after` to `entry`."""
+    for key in keys:
+        entry[key] = entry.get(key, 0) + after[key] - before[key]
 
 
 def as_numpy(result):

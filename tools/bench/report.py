@@ -211,10 +211,10 @@ def _x(ratio):
     return "-" if ratio is None else "%.2fx" % ratio
 
 
-def _single_copy_share(row, key="single_copy_calls"):
-    """"k/n": k of the row's n timed collectives took the single copy (or, with key
-    "streaming_calls", streamed into the segment; "" for other libraries and for runs
-    before the count)."""
+def _share(row, key):
+    """"k/n": k of the row's n timed collectives counted under `key` ("single_copy_calls":
+    took the single copy; "streaming_calls": streamed into the segment); "" for other
+    libraries and for runs before the count."""
     if key not in row:
         return ""
     n = row.get("collectives", len(row["samples_s"]) * row.get("calls_per_sample", 1))
@@ -278,8 +278,8 @@ def render(doc):
                               "%.3f" % r["busbw_GBps"], _x(r["vs_mpi4py"]),
                               _x(r["vs_torch_gloo"])] + ([_x(r.get("vs_horovod"))]
                                                          if peers else [])
-                             + ([_single_copy_share(r)] if counted else [])
-                             + ([_single_copy_share(r, "streaming_calls")] if streamed else []))
+                             + ([_share(r, "single_copy_calls")] if counted else [])
+                             + ([_share(r, "streaming_calls")] if streamed else []))
                 last = r["bytes"]
             out.append(_table(["size", "impl", "median", "algbw GB/s", "busbw GB/s",
                                "vs mpi4py", "vs torch-gloo"]
@@ -305,8 +305,8 @@ def render(doc):
                                 "%.3f" % r["algbw_GBps"], "%.3f" % r["busbw_GBps"],
                                 _x(r["vs_mpi4py_1_buffer"])]
                                + ([_x(r.get("vs_horovod"))] if peers else [])
-                               + ([_single_copy_share(r)] if counted else [])
-                               + ([_single_copy_share(r, "streaming_calls")] if streamed
+                               + ([_share(r, "single_copy_calls")] if counted else [])
+                               + ([_share(r, "streaming_calls")] if streamed
                                   else [])
                                for r in fused]))
         latency = run.get("latency", [])

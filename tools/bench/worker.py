@@ -143,8 +143,7 @@ def sweep_turn(comm, config, groups, sessions, size, x, out, plans, rows, rotati
                         config["cell_budget_s"])
                     plans[key] = (calls, -(-count // rounds))
                 calls, share = plans[key]
-                before = impl_mod.single_copy_calls(impl)
-                streamed = impl_mod.single_copy_calls(impl, "shm_streaming_calls")
+                before = impl_mod.tutti_counts(impl)
                 times = measure.samples(comm, call, share, calls)
                 if comm.rank == 0:
                     row = rows.setdefault((collective, size, impl.name), {
@@ -152,11 +151,8 @@ def sweep_turn(comm, config, groups, sessions, size, x, out, plans, rows, rotati
                         "calls_per_sample": calls, "samples_s": []})
                     row["samples_s"] += times
                     if before is not None:  # which of tutti's shared-memory algorithms ran
-                        row["single_copy_calls"] = (row.get("single_copy_calls", 0)
-                                                    + impl_mod.single_copy_calls(impl) - before)
-                        row["streaming_calls"] = (row.get("streaming_calls", 0)
-                                                  + impl_mod.single_copy_calls(
-                                                      impl, "shm_streaming_calls") - streamed)
+                        impl_mod.add_counts(row, before, impl_mod.tutti_counts(impl),
+                                            ("single_copy_calls", "streaming_calls"))
 
 
 # ---- 100 small tensors submitted at once ----
@@ -219,9 +215,7 @@ def fused(comm, config, groups, sessions, baton=INERT):
                         call()
                         if hasattr(impl, "last_submit_s"):
                             submits.append(impl.last_submit_s)
-                    before = impl_mod.single_copy_calls(impl)
-                    streamed = impl_mod.single_copy_calls(impl, "shm_streaming_calls")
-                    collectives = impl_mod.single_copy_calls(impl, "allreduce_collectives")
+                    before = impl_mod.tutti_counts(impl)
                     times = measure.samples(comm, timed, max(1, config["fused_samples"] // rounds))
                     submits = comm.gather(submits, root=0)
                     if rank == 0:
@@ -232,17 +226,8 @@ def fused(comm, config, groups, sessions, baton=INERT):
                         entry["samples_s"].extend(times)
                         entry["submit_samples_s"].extend(max(s) for s in zip(*submits))
                         if before is not None:  # which shared-memory algorithm ran, how often
-                            entry["single_copy_calls"] = (entry.get("single_copy_calls", 0)
-                                                          + impl_mod.single_copy_calls(impl)
-                                                          - before)
-                            entry["streaming_calls"] = (entry.get("streaming_calls", 0)
-                                                        + impl_mod.single_copy_calls(
-                                                            impl, "shm_streaming_calls")
-                                                        - streamed)
-                            entry["collectives"] = (entry.get("collectives", 0)
-                                                    + impl_mod.single_copy_calls(
-                                                        impl, "allreduce_collectives")
-                                                    - collectives)
+                            impl_mod.add_counts(entry, before, impl_mod.tutti_counts(impl),
+                                                impl_mod.ROW_COUNTERS)
             if baton.directory:
                 sessions.activate(None)
     sessions.activate(None)

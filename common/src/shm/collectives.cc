@@ -472,7 +472,7 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
   const bool measure = may_single && rank_ == root &&
                        options_.single_copy == Options::SingleCopy::kAuto;
   if (may_single && rank_ == root) {
-    desc.single_copy_flags = !measure || broadcast_choice_->Next(static_cast<size_t>(bytes)) == 1;
+    desc.plan_flags = !measure || broadcast_choice_->Next(static_cast<size_t>(bytes)) == 1;
   }
   const int64_t start = NowNs();
   uint32_t last_done = 0;
@@ -482,7 +482,7 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
     const int pos = NextSlot();
     const uint32_t written = NextPhase(), done = NextPhase();
     last_done = done;
-    if (rank_ == root && desc.single_copy_flags != 0) {
+    if (rank_ == root && desc.plan_flags != 0) {
       SHM_RETURN_IF_ERROR(BroadcastSingleCopy(buf, bytes, root, desc, pos, written, done));
       if (measure) broadcast_choice_->Record(static_cast<size_t>(bytes), 1, NowNs() - start);
       return Status::OK();
@@ -502,7 +502,7 @@ Status Group::Broadcast(void* buffer, int64_t bytes, int root) {
             std::to_string(root) + " while the root called " + KindName(d.kind) + " (" +
             std::to_string(d.total_bytes) + " bytes, parameter " + std::to_string(d.aux) + ")"));
       }
-      if (lo == 0 && d.single_copy_flags != 0 && may_single) {
+      if (lo == 0 && d.plan_flags != 0 && may_single) {
         return BroadcastSingleCopy(buf, bytes, root, desc, pos, written, done);
       }
       std::memcpy(buf + lo, SlotData(root, pos), n);

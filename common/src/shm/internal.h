@@ -34,7 +34,7 @@ inline const char* KindName(uint32_t kind) {
   return "an unknown call";
 }
 
-// Bits of SlotDesc::single_copy_flags. A plan of 0 is the pipeline with ordinary stores.
+// Bits of SlotDesc::plan_flags. A plan of 0 is the pipeline with ordinary stores.
 constexpr uint32_t kPlanSingleCopy = 1;  // the deciding rank's plan: the single copy
 constexpr uint32_t kTableFits = 2;       // this rank's buffer table fits its slot
 constexpr uint32_t kPlanStreaming = 4;   // the plan: the pipeline with streaming stores

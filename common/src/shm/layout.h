@@ -79,7 +79,7 @@ struct alignas(kLine) SlotDesc {
   // Large calls whose algorithm is planned: the deciding rank's plan for the next call of the
   // size class (internal::kPlanSingleCopy, kPlanStreaming), and internal::kTableFits set by a
   // rank whose buffer table fits the slot; span_count entries follow.
-  uint32_t single_copy_flags = 0;
+  uint32_t plan_flags = 0;
   uint32_t span_count = 0;
 };
 

@@ -164,7 +164,7 @@ Group::PlannedCall Group::PlanCall(size_t bytes, const Offer& offer, const uint3
   for (int i = 0; i < offer.count; ++i) {
     if (offer.plans[i] == planned[call.size_class]) call.plan = planned[call.size_class];
   }
-  desc->single_copy_flags =
+  desc->plan_flags =
       call.measure ? offer.plans[offer.choice->Next(bytes, offer.count)] : call.plan;
   timing_call_ = call.measure;
   if (call.measure) call_arrived_ns_ = NowNs();
@@ -176,7 +176,7 @@ uint32_t Group::AllArrived(int pos) {
     call_arrived_ns_ = NowNs();
     timing_call_ = false;
   }
-  return Desc(0, pos)->single_copy_flags;
+  return Desc(0, pos)->plan_flags;
 }
 
 void Group::FinishPlannedCall(const PlannedCall& call, size_t bytes, const Offer& offer,
@@ -217,7 +217,7 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
     const int pos = NextSlot();
     SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
     const bool fits = spans.size() <= options_.chunk_bytes / sizeof(PeerSpan);
-    mine.single_copy_flags |= fits ? kTableFits : 0u;
+    mine.plan_flags |= fits ? kTableFits : 0u;
     mine.span_count = fits ? static_cast<uint32_t>(spans.size()) : 0;
     if (fits) {
       PeerSpan* table = reinterpret_cast<PeerSpan*>(SlotData(rank_, pos));
@@ -233,7 +233,7 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
     SHM_RETURN_IF_ERROR(CheckDescs(pos, mine, "allreduce"));
     rank0_flags = AllArrived(pos);
     for (int j = 0; j < size_; ++j) {
-      single = single && (Desc(j, pos)->single_copy_flags & kTableFits) != 0;
+      single = single && (Desc(j, pos)->plan_flags & kTableFits) != 0;
     }
     for (int j = 0; single && j < size_; ++j) {
       if (j == rank_) continue;
