@@ -155,6 +155,13 @@ int main(int argc, char** argv) {
   }
   Group* group = group_owner.get();
   std::vector<size_t> sizes = {4, 1024, 64 << 10, 1 << 20, 16 << 20, 64 << 20};
+  if (const char* v = std::getenv("SIZES")) {  // comma-separated bytes
+    sizes.clear();
+    for (char* end = const_cast<char*>(v); *end != '\0';) {
+      sizes.push_back(std::strtoul(end, &end, 0));
+      if (*end == ',') ++end;
+    }
+  }
   if (std::getenv("FUSED_ONLY") != nullptr) sizes.clear();  // only the 100-tensor step
   if (rank == 0) {
     std::printf("%d ranks, float32 sum in place; median per call over interleaved blocks; single "

@@ -23,6 +23,7 @@ using internal::kBroadcast;
 using internal::KindName;
 using internal::ForPieces;
 using internal::kPlanSingleCopy;
+using internal::kPlanStreaming;
 using internal::Overlap;
 
 // Every rank writes its data into its block of lines, each line with the call's sequence
@@ -102,20 +103,36 @@ Status Group::TinyCall(uint32_t kind, void* buffer, int64_t count, size_t elemen
 Status Group::AllreduceSmall(char* buffer, int64_t count, size_t es, tutti_dtype dtype,
                              tutti_reduce_op op, const SlotDesc& desc) {
   const size_t bytes = static_cast<size_t>(count) * es;
+  // The stores into the slot are planned as a pipelined allreduce's are (single_copy.cc);
+  // rank 0 times the whole call, its own copy in included, since that is what the stores
+  // change.
+  SlotDesc mine = desc;
+  const Offer offer = AllreduceOffer(bytes, true);
+  const PlannedCall call = PlanCall(bytes, offer, planned_allreduce_[offer.set], &mine);
+  const bool streaming = call.plan == kPlanStreaming;
   const int pos = NextSlot();
   SHM_RETURN_IF_ERROR(WaitRoundStart(pos));
   const uint32_t written = NextPhase(), done = NextPhase();
-  *Desc(rank_, pos) = desc;
-  std::memcpy(SlotData(rank_, pos), buffer, bytes);
+  *Desc(rank_, pos) = mine;
+  if (streaming) {
+    StreamingCopy(SlotData(rank_, pos), buffer, bytes);
+    StreamingFence();
+  } else {
+    std::memcpy(SlotData(rank_, pos), buffer, bytes);
+  }
   Post(Counter(rank_), written);
   SHM_RETURN_IF_ERROR(WaitAll(written));
-  SHM_RETURN_IF_ERROR(CheckDescs(pos, desc, "allreduce"));
+  SHM_RETURN_IF_ERROR(CheckDescs(pos, mine, "allreduce"));
+  const uint32_t rank0_flags = Desc(0, pos)->plan_flags;
   if (rank_ != 0) std::memcpy(buffer, SlotData(0, pos), bytes);  // rank 0's buffer holds x0
   for (int j = 1; j < size_; ++j) {
     ReduceInto(dtype, op, buffer, SlotData(j, pos), static_cast<size_t>(count));
   }
   Post(Counter(rank_), done);
   slot_free_[static_cast<size_t>(pos)] = done;
+  if (streaming) ++streaming_calls_;
+  FinishPlannedCall(call, bytes, offer, planned_allreduce_[offer.set],
+                    streaming ? kPlanStreaming : 0u, rank0_flags);
   return Status::OK();
 }
 

@@ -72,7 +72,7 @@ class Group {
     enum class SingleCopy { kAuto, kAlways, kNever };
     SingleCopy single_copy = SingleCopy::kAuto;
     size_t single_copy_bytes = 1 << 20;
-    // How a pipelined allreduce of at least single_copy_bytes writes its slots: with ordinary
+    // How a pipelined allreduce (more than small_bytes) writes its slots: with ordinary
     // stores, with streaming stores that bypass the cache (streaming_copy.h), or (kAuto)
     // whichever the measured choice finds faster, among the algorithms above.
     enum class SlotStores { kAuto, kCached, kStreaming };
@@ -251,14 +251,16 @@ class Group {
     uint32_t plans[AlgorithmChoice::kMaxAlgorithms] = {};
     int count = 0;
     AlgorithmChoice* choice = nullptr;
+    int set = 0;  // which set of algorithms (allreduce_choices_): the key of its choice and plans
   };
   struct PlannedCall {
     int size_class = 0;
     bool measure = false;  // rank 0 with a choice to make: plans the next call, times this one
     uint32_t plan = 0;     // this call's algorithm (kPlan* bits; 0: the cached pipeline)
   };
-  // What a large allreduce of `bytes` may take under the current options.
-  Offer AllreduceOffer(size_t bytes);
+  // What an allreduce of `bytes` may take under the current options: the small protocol
+  // (`small`) with either stores, or the pipeline with either stores or the single copy.
+  Offer AllreduceOffer(size_t bytes, bool small);
   PlannedCall PlanCall(size_t bytes, const Offer& offer, const uint32_t* planned, SlotDesc* desc);
   void FinishPlannedCall(const PlannedCall& call, size_t bytes, const Offer& offer,
                          uint32_t* planned, uint32_t took, uint32_t rank0_flags);
@@ -328,10 +330,13 @@ class Group {
   AlgorithmChoice* allgather_choice_ = nullptr;
   bool timing_call_ = false;     // rank 0: the planned call's arrival is still to be noted
   int64_t call_arrived_ns_ = 0;  // when it was (or, until then, when the call started)
-  // Per set of algorithms offered to a large allreduce (bit 0 cached pipeline, 1 streaming
-  // pipeline, 2 single copy), its choice; fetched on first use.
-  AlgorithmChoice* allreduce_choices_[8] = {};
-  uint32_t planned_allreduce_[64] = {};  // per size class: rank 0's plan for the next one
+  // Per set of algorithms offered to an allreduce (AllreduceOffer), its choice; fetched on
+  // first use.
+  AlgorithmChoice* allreduce_choices_[16] = {};
+  // Per set and size class: rank 0's plan for the next call. Each set keeps its own, so that
+  // calls under other options in between (a forced algorithm) do not change what the next
+  // call under these options takes.
+  uint32_t planned_allreduce_[16][64] = {};
   uint32_t planned_allgather_[64] = {};  // and for the next allgather
   uint64_t streaming_calls_ = 0;
   std::vector<std::vector<PeerSpan>> peer_spans_;

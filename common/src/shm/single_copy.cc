@@ -123,14 +123,16 @@ Status Group::ReadPeer(int j, bool outputs, int64_t lo, int64_t n, size_t es,
 // starts, so that the pipeline needs no extra synchronisation: each call's descriptor from
 // rank 0 carries its plan for the next call of the same kind and size class (kPlan* bits),
 // which every rank reads during the call.
-Group::Offer Group::AllreduceOffer(size_t bytes) {
+Group::Offer Group::AllreduceOffer(size_t bytes, bool small) {
   Offer offer;
-  const bool single = MaySingleCopy(bytes);
+  const bool single = !small && MaySingleCopy(bytes);
   if (single && options_.single_copy == Options::SingleCopy::kAlways) {
     offer.plans[offer.count++] = kPlanSingleCopy;
     return offer;
   }
-  unsigned set = 0;  // the key of the choice: bit 0 cached, 1 streaming, 2 single copy
+  // The key of the choice: bit 0 cached stores, 1 streaming stores, 2 single copy, 3 the
+  // small protocol (the others: the pipeline).
+  unsigned set = small ? 8u : 0u;
   if (options_.slot_stores != Options::SlotStores::kStreaming) {
     offer.plans[offer.count++] = 0;
     set |= 1;
@@ -150,6 +152,7 @@ Group::Offer Group::AllreduceOffer(size_t bytes) {
     }
     offer.choice = allreduce_choices_[set];
   }
+  offer.set = static_cast<int>(set);
   return offer;
 }
 
@@ -181,7 +184,9 @@ uint32_t Group::AllArrived(int pos) {
 
 void Group::FinishPlannedCall(const PlannedCall& call, size_t bytes, const Offer& offer,
                               uint32_t* planned, uint32_t took, uint32_t rank0_flags) {
-  planned[call.size_class] = rank0_flags & kPlanBits;
+  // A call with nothing to choose carries no plan; the next call with a choice follows the
+  // plan of the last call that had one.
+  if (offer.count > 1) planned[call.size_class] = rank0_flags & kPlanBits;
   for (int i = 0; call.measure && i < offer.count; ++i) {
     if (offer.plans[i] == took) offer.choice->Record(bytes, i, NowNs() - call_arrived_ns_);
   }
@@ -204,13 +209,14 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
                              tutti_dtype dtype, tutti_reduce_op op, const SlotDesc& desc,
                              int64_t want_begin, int64_t want_end, double factor, int divisor) {
   const size_t bytes = static_cast<size_t>(count) * es;
-  if (bytes < options_.single_copy_bytes) {
+  // Nothing to choose: the cached pipeline.
+  if (!MaySingleCopy(bytes) && options_.slot_stores == Options::SlotStores::kCached) {
     return AllreducePipelined(spans, count, es, dtype, op, desc, want_begin, want_end, factor,
                               divisor, false, nullptr);
   }
   SlotDesc mine = desc;
-  const Offer offer = AllreduceOffer(bytes);
-  const PlannedCall call = PlanCall(bytes, offer, planned_allreduce_, &mine);
+  const Offer offer = AllreduceOffer(bytes, false);
+  const PlannedCall call = PlanCall(bytes, offer, planned_allreduce_[offer.set], &mine);
   bool single = call.plan == kPlanSingleCopy;
   uint32_t rank0_flags = 0;
   if (single) {
@@ -252,7 +258,7 @@ Status Group::AllreduceLarge(const std::vector<Span>& spans, int64_t count, size
   if (single) ++single_copy_calls_;
   if (streaming) ++streaming_calls_;
   // A planned single copy whose tables did not fit ran the cached pipeline.
-  FinishPlannedCall(call, bytes, offer, planned_allreduce_,
+  FinishPlannedCall(call, bytes, offer, planned_allreduce_[offer.set],
                     single ? kPlanSingleCopy : streaming ? kPlanStreaming : 0u, rank0_flags);
   return s;
 }

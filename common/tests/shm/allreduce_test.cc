@@ -106,12 +106,13 @@ std::vector<int64_t> BoundaryCounts(const Group::Options& o, size_t es) {
 // How a test's calls above small_bytes move their data.
 enum class Path { kPipeline, kStreaming, kSingleCopy };
 
-// The group options of a test: the pipeline (with ordinary or with streaming stores), or the
-// single copy, for every call above small_bytes (the single copy's tests are skipped where
-// the kernel forbids reading a sibling's memory).
+// The group options of a test: ordinary or streaming stores into the slots for every call
+// above the tiny path, or the single copy for every call above small_bytes (the single
+// copy's tests are skipped where the kernel forbids reading a sibling's memory).
 Group::Options TestOptions(Path path) {
-  if (path == Path::kSingleCopy) return testing::SingleCopyOptions();
-  Group::Options o = testing::SmallChunkOptions();
+  Group::Options o =
+      path == Path::kSingleCopy ? testing::SingleCopyOptions() : testing::SmallChunkOptions();
+  o.slot_stores = Group::Options::SlotStores::kCached;
   if (path == Path::kStreaming) {
     o.single_copy = Group::Options::SingleCopy::kNever;
     o.slot_stores = Group::Options::SlotStores::kStreaming;

@@ -233,8 +233,9 @@ TEST(ShmSingleCopyTest, MeasuredChoiceTakesBothAlgorithmsOnEveryRankAlike) {
   }
 }
 
-// Without the single copy, a large allreduce still chooses between ordinary and streaming
-// stores by measured time, every rank alike; SlotStores::kCached never streams.
+// Without the single copy, an allreduce still chooses between ordinary and streaming stores
+// by measured time, every rank alike, in the pipeline and in the small protocol (one round);
+// SlotStores::kCached never streams.
 TEST(ShmSingleCopyTest, MeasuredStoresWithoutTheSingleCopy) {
   for (auto stores : {Group::Options::SlotStores::kAuto, Group::Options::SlotStores::kCached}) {
     RunOptions options;
@@ -245,16 +246,30 @@ TEST(ShmSingleCopyTest, MeasuredStoresWithoutTheSingleCopy) {
     const int calls = 30;
     std::string problems = RunGroup(3, [&](int rank, Group* g, Shared* shared) {
       if (!AllreduceCalls(rank, 3, g, calls)) return false;
-      const uint64_t streamed = g->streaming_calls();
-      if (stores == Group::Options::SlotStores::kAuto) {
-        SHM_CHECK(streamed >= 1 && streamed < calls, "%llu of %d allreduces streamed",
-                  static_cast<unsigned long long>(streamed), calls);
-      } else {
-        SHM_CHECK(streamed == 0, "%llu allreduces streamed",
-                  static_cast<unsigned long long>(streamed));
+      const uint64_t pipelined = g->streaming_calls();
+      std::vector<float> small(1000);  // 4000 bytes: the small protocol's largest class
+      for (int c = 0; c < calls; ++c) {
+        for (int64_t i = 0; i < 1000; ++i) small[i] = Value(rank, i + c);
+        Status st = g->Allreduce(small.data(), 1000, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+        SHM_CHECK(st.ok(), "%s", st.message().c_str());
+        for (int64_t i = 0; i < 1000; ++i) {
+          const float want = Value(0, i + c) + Value(1, i + c) + Value(2, i + c);
+          SHM_CHECK(small[i] == want, "small allreduce %d: element %lld wrong", c,
+                    static_cast<long long>(i));
+        }
+      }
+      const uint64_t counts[2] = {pipelined, g->streaming_calls() - pipelined};
+      for (uint64_t streamed : counts) {
+        if (stores == Group::Options::SlotStores::kAuto) {
+          SHM_CHECK(streamed >= 1 && streamed < calls, "%llu of %d allreduces streamed",
+                    static_cast<unsigned long long>(streamed), calls);
+        } else {
+          SHM_CHECK(streamed == 0, "%llu allreduces streamed",
+                    static_cast<unsigned long long>(streamed));
+        }
       }
       SHM_CHECK(g->single_copy_calls() == 0, "a call took the single copy");
-      shared->digests[rank] = testing::Fnv1a(&streamed, sizeof(streamed));
+      shared->digests[rank] = testing::Fnv1a(counts, sizeof(counts));
       return true;
     }, options);
     EXPECT_EQ(problems, "") << "stores " << static_cast<int>(stores);
@@ -286,6 +301,50 @@ TEST(ShmSingleCopyTest, RanksMayDisagreeOnTheStores) {
     }, options);
     EXPECT_EQ(problems, "") << "single copy " << single_copy;
   }
+}
+
+// Calls under other options between the measured ones (here, forced streaming stores) do
+// not change which algorithm the measured calls take: rank 0's plan for the next call
+// belongs to its set of algorithms. The first calls of a size class follow the choice's
+// warm-up, which is the same in both size classes, so the measured calls of a class with
+// forced calls in between stream exactly as often as those of a class without.
+TEST(ShmSingleCopyTest, ForcedCallsInBetweenLeaveThePlanAlone) {
+  using SlotStores = Group::Options::SlotStores;
+  RunOptions options;
+  options.group = testing::SmallChunkOptions();
+  options.group.single_copy = Group::Options::SingleCopy::kNever;
+  options.group.single_copy_bytes = 64 * 1024;
+  std::string problems = RunGroup(2, [&](int rank, Group* g, Shared*) {
+    const int measured = 5;
+    std::vector<float> data(200003);
+    auto allreduce = [&](int64_t count) {
+      for (int64_t i = 0; i < count; ++i) data[i] = Value(rank, i);
+      Status st = g->Allreduce(data.data(), count, TUTTI_FLOAT32, TUTTI_REDUCE_SUM);
+      SHM_CHECK(st.ok(), "%s", st.message().c_str());
+      return CheckSum(rank, 2, data.data(), count, "allreduce");
+    };
+    // One size class alone, another with a forced streaming call after each measured one.
+    for (int c = 0; c < measured; ++c) {
+      if (!allreduce(100003)) return false;
+    }
+    const uint64_t alone = g->streaming_calls();
+    for (int c = 0; c < measured; ++c) {
+      if (!allreduce(200003)) return false;
+      g->set_slot_stores(SlotStores::kStreaming);
+      const bool ok = allreduce(200003);
+      g->set_slot_stores(SlotStores::kAuto);
+      if (!ok) return false;
+    }
+    const uint64_t between = g->streaming_calls() - alone - measured;
+    SHM_CHECK(alone >= 1 && alone < measured, "%llu of the first %d calls streamed",
+              static_cast<unsigned long long>(alone), measured);
+    SHM_CHECK(between == alone,
+              "%llu of %d measured calls streamed with forced calls in between, %llu without",
+              static_cast<unsigned long long>(between), measured,
+              static_cast<unsigned long long>(alone));
+    return true;
+  }, options);
+  EXPECT_EQ(problems, "");
 }
 
 // With SingleCopy::kNever no rank probes or takes it.
