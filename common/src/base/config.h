@@ -74,7 +74,7 @@ struct Config {
   // peers' buffers with one kernel copy: auto picks it or the pipeline by measured time; on
   // takes it whenever the kernel allows; off never.
   SharedMemoryMode shm_single_copy = SharedMemoryMode::kAuto;
-  // TUTTI_SHM_STREAMING_STORES: how the shared-memory pipeline of a large allreduce writes
+  // TUTTI_SHM_STREAMING_STORES: how a shared-memory allreduce (past the tiny path) writes
   // its slots: auto picks ordinary or streaming (cache-bypassing) stores by measured time; on
   // always streams; off never does. Ranks may differ (each writes its own slots).
   SharedMemoryMode shm_streaming_stores = SharedMemoryMode::kAuto;

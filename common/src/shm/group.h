@@ -161,7 +161,7 @@ class Group {
   void set_single_copy(Options::SingleCopy mode) { options_.single_copy = mode; }
   // The same for Options::slot_stores.
   void set_slot_stores(Options::SlotStores mode) { options_.slot_stores = mode; }
-  // Pipelined allreduces so far that wrote their slots with streaming stores.
+  // Allreduces so far (small or pipelined) that wrote their slots with streaming stores.
   uint64_t streaming_calls() const { return streaming_calls_; }
 
   // This rank's scratch memory inside the segment (Options::scratch_bytes), or nullptr if

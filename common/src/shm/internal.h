@@ -37,7 +37,7 @@ inline const char* KindName(uint32_t kind) {
 // Bits of SlotDesc::plan_flags. A plan of 0 is the pipeline with ordinary stores.
 constexpr uint32_t kPlanSingleCopy = 1;  // the deciding rank's plan: the single copy
 constexpr uint32_t kTableFits = 2;       // this rank's buffer table fits its slot
-constexpr uint32_t kPlanStreaming = 4;   // the plan: the pipeline with streaming stores
+constexpr uint32_t kPlanStreaming = 4;   // the plan: streaming stores into the slots
 constexpr uint32_t kPlanBits = kPlanSingleCopy | kPlanStreaming;
 
 // True when a counter holding `value` has reached phase `target` (wrap-safe).

@@ -106,7 +106,7 @@ class Transport {
   // Collectives so far that moved their data straight between the ranks' buffers with one
   // kernel copy (shared memory's single copy) instead of through a segment or the network.
   virtual int64_t SingleCopyCalls() const { return 0; }
-  // Allreduces so far whose shared-memory pipeline wrote its slots with streaming stores.
+  // Allreduces so far that wrote their shared-memory slots with streaming stores.
   virtual int64_t StreamingCalls() const { return 0; }
   // Times this rank moved a waiting thread off a CPU it shared with a same-host peer
   // (shm::Group::Options::move_off_shared_cpu).

@@ -30,8 +30,8 @@ def counters():
     here, instead of after the cycle time), shm_single_copy_calls (shared-memory
     collectives that moved their data between the ranks' buffers with one kernel copy
     instead of through the segment; docs/architecture.md), shm_streaming_calls
-    (shared-memory allreduces whose pipeline wrote the segment with streaming stores,
-    bypassing the cache; docs/architecture.md), shm_cpu_moves (times this rank
+    (shared-memory allreduces that wrote the segment with streaming stores, bypassing
+    the cache; docs/architecture.md), shm_cpu_moves (times this rank
     moved off a CPU that it found itself sharing with a same-host peer, taking turns with
     it; docs/architecture.md), and the settings in force
     (cycle_time_us, fusion_threshold_bytes, cache_enabled, autotune_samples,
