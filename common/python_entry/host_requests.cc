@@ -31,19 +31,27 @@
 //       once per process: refused(status) raises the core's error for a request it did
 //       not queue (tutti.common.core.check); failed(status, message) returns the exception
 //       for a request that failed (tutti.common.exceptions.error_for_status).
-//   bind_plain(global_set, ndarray, codes, slice_seconds)
+//   bind_plain(global_set, ndarray, codes, slice_seconds, empty)
 //       once per process: what makes a request plain (below): the global process set
 //       object, numpy.ndarray and the dict ReduceOp member -> tutti_reduce_op of the plain
-//       ops (every op but Adasum); and the slices run_plain waits in (Ctrl-C is noticed
-//       between them).
-//   run_plain(collective, array, name, op, prescale, postscale, process_set) -> bool
-//       tutti.numpy's allreduce_ in one call when its arguments are plain: a non-empty str
-//       name, a plain op, float factors, the global set and a C-contiguous writable
-//       numpy.ndarray of a supported dtype. Runs and waits as run_in_place does, raising
+//       ops (every op but Adasum); the slices run_plain waits in (Ctrl-C is noticed
+//       between them); and numpy.empty, which makes allgather_plain's outputs.
+//   run_plain(collective, array, name, op, prescale, postscale, process_set[, root_rank])
+//       -> bool
+//       tutti.numpy's allreduce_ (or, with root_rank, broadcast_) in one call when its
+//       arguments are plain: a non-empty str name, a plain op, float factors, the global
+//       set, a C-contiguous writable numpy.ndarray of a supported dtype, and an int root
+//       rank that fits 32 bits (the core checks that it names a rank). Runs and waits as run_in_place does, raising
 //       the request's error, and returns True; False, having done nothing, otherwise (the
 //       general path then checks the arguments and names what is wrong). One C call in
 //       place of four Python functions: after an idle spell they cost an isolated call
 //       about as much as the whole collective.
+//   allgather_plain(array, name, process_set) -> numpy.ndarray or None
+//       tutti.numpy's allgather in one call when its arguments are plain: a non-empty str
+//       name, the global set and a C-contiguous numpy.ndarray of a supported dtype. Runs
+//       and waits as run_plain does; the core allocates the output through numpy.empty
+//       (bind_plain) on the thread of its cycle, instead of through the ctypes trampoline
+//       and a Python handle. Returns the gathered array, or None, having done nothing.
 //   submit_plain(collective, array, name, op, prescale, postscale, process_set)
 //       -> InPlaceRequest or None
 //       allreduce_async_ in one call when its arguments are plain (as above): queues the
@@ -96,6 +104,7 @@ struct Bound {
   // bind_plain(): what makes a request plain (run_plain)
   PyObject* global_set = nullptr;    // tutti.common.process_sets.global_process_set
   PyObject* ndarray_type = nullptr;  // numpy.ndarray
+  PyObject* empty = nullptr;         // numpy.empty: allgather_plain's outputs
   std::vector<std::pair<PyObject*, long>> plain_ops;  // ReduceOp member -> tutti_reduce_op
   double plain_slice_seconds = 0.2;  // run_plain, handle.wait: Ctrl-C is noticed between slices
 } bound;
@@ -266,14 +275,57 @@ PyObject* Bind(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// A request's completion record; for a request whose output the core allocates through
+// AllocateOutput (a plain allgather's), also that output and its dtype. Freed with the GIL.
+struct Record : tutti_completion {
+  PyObject* dtype = nullptr;   // the output's dtype (a new reference), or null
+  PyObject* output = nullptr;  // the array AllocateOutput made, once it has
+};
+
+void FreeRecord(Record* record) {
+  Py_XDECREF(record->dtype);
+  Py_XDECREF(record->output);
+  delete record;
+}
+
+// The core's allocate callback for a Record with a dtype: numpy.empty(shape, dtype) (the
+// function bind_plain gave), kept in the record. Runs on the thread of the core's cycle,
+// which holds no GIL; returns null, failing the request, if the array cannot be made.
+void* AllocateOutput(void* user_data, int32_t index, int32_t ndim, const int64_t* shape) {
+  auto* record = static_cast<Record*>(static_cast<tutti_completion*>(user_data));
+  void* data = nullptr;
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* dims = index == 0 && record->output == nullptr ? PyTuple_New(ndim) : nullptr;
+  for (int32_t i = 0; dims != nullptr && i < ndim; ++i) {
+    PyObject* dim = PyLong_FromLongLong(shape[i]);
+    if (dim == nullptr) Py_CLEAR(dims);
+    if (dims != nullptr) PyTuple_SET_ITEM(dims, i, dim);
+  }
+  PyObject* array =
+      dims != nullptr ? PyObject_CallFunctionObjArgs(bound.empty, dims, record->dtype, nullptr)
+                      : nullptr;
+  Py_XDECREF(dims);
+  Py_buffer view;
+  if (array != nullptr && PyObject_GetBuffer(array, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0) {
+    data = view.buf;
+    PyBuffer_Release(&view);  // the record keeps the array
+    record->output = array;
+  } else {
+    Py_XDECREF(array);
+  }
+  PyErr_Clear();  // a failure is the request's: the core fails it
+  PyGILState_Release(gil);
+  return data;
+}
+
 // Requests of run_in_place calls that a signal interrupted: the core still writes their
 // record and arrays, so both live until it is done (checked at the next call).
-std::vector<std::pair<tutti_completion*, PyObject*>> abandoned;
+std::vector<std::pair<Record*, PyObject*>> abandoned;
 
 void ReleaseFinished() {
   for (size_t i = 0; i < abandoned.size();) {
     if (bound.test(abandoned[i].first)) {
-      delete abandoned[i].first;
+      FreeRecord(abandoned[i].first);
       Py_DECREF(abandoned[i].second);
       abandoned[i] = abandoned.back();
       abandoned.pop_back();
@@ -284,22 +336,28 @@ void ReleaseFinished() {
 }
 
 // Runs `request` through tutti_run with a completion record of its own and waits for it in
-// slices of slice_seconds. Returns the record once the request is done (the caller deletes
+// slices of slice_seconds. Returns the record once the request is done (the caller frees
 // it), or null: refused (*status says why; the core never calls `done`, nothing is kept),
 // or interrupted by a signal whose handler raised (the Python error is set; the record and
-// `keep`, the arrays the core still writes, stay in `abandoned` until it is done).
-tutti_completion* RunAndWait(tutti_request* request, PyObject* keep, double slice_seconds,
-                             tutti_status* status) {
-  auto* record = new tutti_completion();
+// `keep`, the arrays the core still reads, stay in `abandoned` until it is done). With
+// `output_dtype`, the core allocates the output through AllocateOutput.
+Record* RunAndWait(tutti_request* request, PyObject* keep, double slice_seconds,
+                   tutti_status* status, PyObject* output_dtype = nullptr) {
+  auto* record = new Record();
+  if (output_dtype != nullptr) {
+    Py_INCREF(output_dtype);
+    record->dtype = output_dtype;
+    request->allocate = AllocateOutput;
+  }
   request->done = bound.done;
-  request->user_data = record;
+  request->user_data = static_cast<tutti_completion*>(record);
   int done = 0;
   Py_BEGIN_ALLOW_THREADS
   *status = bound.run(request, slice_seconds, nullptr);
   if (*status == TUTTI_OK) done = bound.wait(record, 0);
   Py_END_ALLOW_THREADS
   if (*status != TUTTI_OK) {
-    delete record;
+    FreeRecord(record);
     return nullptr;
   }
   while (!done) {
@@ -340,7 +398,7 @@ PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   request.prescale = prescale;
   request.postscale = postscale;
   tutti_status status;
-  tutti_completion* record = RunAndWait(&request, arrays, slice_seconds, &status);
+  Record* record = RunAndWait(&request, arrays, slice_seconds, &status);
   Py_DECREF(name);
   if (record == nullptr) {
     return status != TUTTI_OK ? Py_BuildValue("(iO)", static_cast<int>(status), Py_None)
@@ -350,7 +408,7 @@ PyObject* RunInPlace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       record->status == TUTTI_OK
           ? Py_BuildValue("(iO)", static_cast<int>(record->status), Py_None)
           : Py_BuildValue("(iy)", static_cast<int>(record->status), record->message);
-  delete record;
+  FreeRecord(record);
   return result;
 }
 
@@ -422,7 +480,7 @@ PyObject* BindErrors(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 // The handle of a submit_plain request.
 struct InPlaceRequest {
   PyObject_HEAD
-  tutti_completion* record;  // the core writes it until the request is done
+  Record* record;  // the core writes it until the request is done
   PyObject* array;           // the core reads and writes it until then; also the result
   PyObject* name;            // the request's name (str)
 };
@@ -430,7 +488,7 @@ struct InPlaceRequest {
 void InPlaceRequestDealloc(PyObject* object) {
   auto* self = reinterpret_cast<InPlaceRequest*>(object);
   if (bound.test(self->record)) {
-    delete self->record;
+    FreeRecord(self->record);
     Py_DECREF(self->array);
   } else {  // still running: the core writes both until it is done
     abandoned.emplace_back(self->record, self->array);
@@ -534,11 +592,11 @@ PyTypeObject in_place_request_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   double slice_seconds = 0;
-  if (nargs != 4 || !PyType_Check(args[1]) || !PyDict_Check(args[2]) ||
-      !ToDouble(args[3], &slice_seconds)) {
+  if (nargs != 5 || !PyType_Check(args[1]) || !PyDict_Check(args[2]) ||
+      !ToDouble(args[3], &slice_seconds) || !PyCallable_Check(args[4])) {
     PyErr_SetString(PyExc_TypeError,
                     "bind_plain() takes the global process set, numpy.ndarray, a dict of "
-                    "reduce op codes and the wait slice in seconds");
+                    "reduce op codes, the wait slice in seconds and numpy.empty");
     return nullptr;
   }
   std::vector<std::pair<PyObject*, long>> ops;
@@ -555,6 +613,8 @@ PyObject* BindPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_XSETREF(bound.global_set, args[0]);
   Py_INCREF(args[1]);
   Py_XSETREF(bound.ndarray_type, args[1]);
+  Py_INCREF(args[4]);
+  Py_XSETREF(bound.empty, args[4]);
   bound.plain_slice_seconds = slice_seconds;
   Py_RETURN_NONE;
 }
@@ -572,13 +632,24 @@ bool PlainOp(PyObject* op, long* code) {
 }
 
 // The arguments of a plain call, (collective, array, name, op, prescale, postscale,
-// process_set), as a request on one tensor: kNotPlain (no Python error set) when they are
-// not plain, kFailed with the Python error set when the collective is not an int.
+// process_set[, root_rank]), as a request on one tensor: kNotPlain (no Python error set)
+// when they are not plain, kFailed with the Python error set when the collective is not an
+// int.
 enum class Plain { kYes, kNotPlain, kFailed };
+
+// An exact int (not a bool) that fits a request's 32-bit root rank.
+bool PlainRoot(PyObject* value, int32_t* root) {
+  if (!PyLong_CheckExact(value)) return false;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0 || v < INT32_MIN || v > INT32_MAX) return false;
+  *root = static_cast<int32_t>(v);
+  return true;
+}
 
 Plain PlainRequest(const char* function, PyObject* const* args, Py_ssize_t nargs,
                    tutti_request* request, tutti_tensor* tensor, std::vector<int64_t>* shape) {
-  if (!Callable(function, nargs, 7)) return Plain::kFailed;
+  if (!Callable(function, nargs, nargs == 8 ? 8 : 7)) return Plain::kFailed;
   if (bound.global_set == nullptr || bound.refused == nullptr) {
     PyErr_Format(PyExc_RuntimeError, "%s() before bind_plain() and bind_errors()", function);
     return Plain::kFailed;
@@ -589,7 +660,8 @@ Plain PlainRequest(const char* function, PyObject* const* args, Py_ssize_t nargs
   if (Py_TYPE(array) != reinterpret_cast<PyTypeObject*>(bound.ndarray_type) ||
       !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
       !PlainOp(args[3], &reduce_op) || !PyFloat_CheckExact(args[4]) ||
-      !PyFloat_CheckExact(args[5]) || args[6] != bound.global_set) {
+      !PyFloat_CheckExact(args[5]) || args[6] != bound.global_set ||
+      (nargs == 8 && !PlainRoot(args[7], &request->root_rank))) {
     return Plain::kNotPlain;
   }
   if (!ViewOf(array, true, tensor, shape)) {
@@ -623,11 +695,56 @@ PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     case Plain::kYes: break;
   }
   tutti_status status;
-  tutti_completion* record = RunAndWait(&request, args[1], bound.plain_slice_seconds, &status);
+  Record* record = RunAndWait(&request, args[1], bound.plain_slice_seconds, &status);
   if (record == nullptr) return status != TUTTI_OK ? RaiseRefused(status, args[2]) : nullptr;
   PyObject* result = record->status == TUTTI_OK ? (Py_INCREF(Py_True), Py_True)
                                                 : RaiseFailed(record, args[2]);
-  delete record;
+  FreeRecord(record);
+  return result;
+}
+
+PyObject* AllgatherPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!Callable("allgather_plain", nargs, 3)) return nullptr;
+  if (bound.global_set == nullptr || bound.refused == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "allgather_plain() before bind_plain() and bind_errors()");
+    return nullptr;
+  }
+  PyObject* array = args[0];
+  PyObject* name = args[1];
+  if (Py_TYPE(array) != reinterpret_cast<PyTypeObject*>(bound.ndarray_type) ||
+      !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
+      args[2] != bound.global_set) {
+    Py_RETURN_NONE;
+  }
+  tutti_tensor tensor{};
+  std::vector<int64_t> shape;
+  if (!ViewOf(array, false, &tensor, &shape)) {
+    PyErr_Clear();  // not C-contiguous or an unsupported dtype: the general path says which
+    Py_RETURN_NONE;
+  }
+  tutti_request request = {};
+  if ((request.name = PyUnicode_AsUTF8(name)) == nullptr) return nullptr;
+  PyObject* dtype = PyObject_GetAttr(array, dtype_attribute);
+  if (dtype == nullptr) return nullptr;
+  if (!abandoned.empty()) ReleaseFinished();
+  request.collective = TUTTI_OP_ALLGATHER;
+  request.process_set = TUTTI_GLOBAL_PROCESS_SET;
+  request.num_tensors = 1;
+  request.inputs = &tensor;
+  tutti_status status;
+  Record* record = RunAndWait(&request, array, bound.plain_slice_seconds, &status, dtype);
+  Py_DECREF(dtype);
+  if (record == nullptr) return status != TUTTI_OK ? RaiseRefused(status, name) : nullptr;
+  PyObject* result = nullptr;
+  if (record->status != TUTTI_OK) {
+    RaiseFailed(record, name);
+  } else if (record->output != nullptr) {
+    result = record->output;
+    record->output = nullptr;  // the caller's now
+  } else {
+    PyErr_SetString(PyExc_RuntimeError, "allgather_plain(): the core allocated no output");
+  }
+  FreeRecord(record);
   return result;
 }
 
@@ -642,19 +759,19 @@ PyObject* SubmitPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   auto* self = PyObject_New(InPlaceRequest, &in_place_request_type);
   if (self == nullptr) return nullptr;
-  self->record = new tutti_completion();
+  self->record = new Record();
   Py_INCREF(args[1]);
   self->array = args[1];
   Py_INCREF(args[2]);
   self->name = args[2];
   request.done = bound.done;
-  request.user_data = self->record;
+  request.user_data = static_cast<tutti_completion*>(self->record);
   tutti_status status;
   Py_BEGIN_ALLOW_THREADS
   status = bound.enqueue(&request);
   Py_END_ALLOW_THREADS
   if (status != TUTTI_OK) {  // not queued: the core never calls `done`
-    bound.done(self->record, status, "");  // lets the handle go without keeping anything
+    bound.done(static_cast<tutti_completion*>(self->record), status, "");  // lets the handle go without keeping anything
     Py_DECREF(self);
     return RaiseRefused(status, args[2]);
   }
@@ -688,6 +805,9 @@ PyMethodDef methods[] = {
     {"run_plain", FastCall(&RunPlain), METH_FASTCALL,
      "Runs one plain in-place request and waits for it; False, having done nothing, if it "
      "is not plain."},
+    {"allgather_plain", FastCall(&AllgatherPlain), METH_FASTCALL,
+     "Runs one plain allgather and returns the gathered array; None, having done nothing, "
+     "if it is not plain."},
     {"submit_plain", FastCall(&SubmitPlain), METH_FASTCALL,
      "Queues one plain in-place request; returns its native handle, or None, having done "
      "nothing, if it is not plain."},

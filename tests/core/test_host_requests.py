@@ -1,9 +1,11 @@
 """tutti.numpy's way into the core (the CPython module tutti.common._host_requests) on 2 and
 3 ranks under MPI and Gloo (workers/host_requests.py): the arrays it accepts, a refused call
 that leaves no trace, the module's own argument errors, allreduce_async_'s short path and
-its native handle (timeout, failure, a handle dropped in flight), allreduce_'s one native
-call (what it declines, a name in flight, a failure), and an allreduce_ interrupted by Ctrl-C (its request kept until done, then released); with the
-single copy forced on or off, the counter of collectives that took it."""
+its native handle (timeout, failure, a handle dropped in flight), the one native calls of
+allreduce_, broadcast_ and allgather (what they decline, a name in flight, a wrong root, a
+failure), and an allreduce_ and an allgather interrupted by Ctrl-C (each request kept until
+done, then released); with the single copy forced on or off, the counter of collectives
+that took it."""
 
 import sys
 
@@ -31,9 +33,9 @@ def test_host_requests(np_, controller, single_copy, streaming):
     assert result.returncode == 0, launch.describe(result)
     assert "FAIL" not in result.stdout, launch.describe(result)
     for rank in range(np_):
-        # Rank 0 also checks the interruption, the native handle's timeout and a plain
-        # call refused for its name.
-        cases = 32 if rank == 0 else 29
+        # Rank 0 also checks the interruptions, the native handle's timeout and a plain
+        # call refused for its name; the others, the late allgather's result.
+        cases = 43 if rank == 0 else 40
         cases += single_copy is not None  # the 4 MiB sum
         assert "rank %d/%d: %d cases ok, 0 failed" % (rank, np_, cases) in result.stdout, \
             launch.describe(result)
@@ -68,5 +70,11 @@ def test_host_requests(np_, controller, single_copy, streaming):
             "plain_run: allreduce of tensor 'plain.mismatch': ranks disagree: shape "
             "differs: " + "; ".join("[%d] on rank %d" % (r + 2, r) for r in range(np_)),
             "plain_run: count: run_plain() takes 7 arguments (1 given)",
+            "plain_broadcast: broadcast of 'plain.bcast.wrong': root_rank %d is out of range "
+            "for a process set of size %d" % (np_ + 3, np_),
+            "plain_allgather: allgather of tensor 'plain.gather.mismatch': ranks disagree: "
+            "shape (all but the first dimension) differs: "
+            + "; ".join("[%d] on rank %d" % (r + 2, r) for r in range(np_)),
+            "plain_allgather: count: allgather_plain() takes 3 arguments (1 given)",
         ):
             assert "rank %d: %s" % (rank, line) in result.stdout, launch.describe(result)

@@ -48,7 +48,11 @@ def test_errors_surface_as_exceptions(controller):
                "ok plain_run.declined", "ok plain_run.ran", "ok native_args.run_plain_count",
                "ok plain_run.async", "ok plain_run.synchronize_twice",
                "ok native_args.enqueue_plain_count",
-               "ok plain_run.interrupted", "ok plain_run.interrupted_sum")
+               "ok plain_run.interrupted", "ok plain_run.interrupted_sum",
+               "ok plain_broadcast.ran", "ok plain_broadcast.declined",
+               "ok plain_broadcast.wrong_root", "ok plain_allgather.ran",
+               "ok plain_allgather.declined", "ok plain_allgather.gradient",
+               "ok plain_allgather.mismatch")
 
 
 def test_lifecycle_and_errors_before_init():

@@ -1,4 +1,4 @@
-// tutti.torch's way into the core: a CPython module of nine functions, built by
+// tutti.torch's way into the core: a CPython module of ten functions, built by
 // tutti_torch_python_entry() once the library is loaded (tutti/torch/_native.py).
 //
 //   enqueue(collective, name, kind, process_set, inputs, outputs, op, prescale, postscale,
@@ -18,14 +18,23 @@
 //                              op -> tutti_reduce_op of the plain ops (None, Average's
 //                              default, and every ReduceOp but Adasum) and the slices
 //                              run_plain waits in (Ctrl-C is noticed between them)
-//   run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set) -> bool
-//                              allreduce_ in one call when its arguments are plain: a
-//                              non-empty str name, a plain op, float factors, the global set
-//                              and a dense contiguous tensor. Runs the request as run() does
+//   run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set[,
+//             root_rank]) -> bool
+//                              allreduce_ (or, with root_rank, broadcast_) in one call when
+//                              its arguments are plain: a non-empty str name, a plain op,
+//                              float factors, the global set, a dense contiguous tensor and
+//                              an int root rank that fits 32 bits (the core checks that it
+//                              names a rank). Runs the request as run() does
 //                              and waits for it (raising its error), then returns True;
 //                              False, having done nothing, otherwise. One C call in place of
 //                              four Python functions, which after an idle spell cost an
 //                              isolated call about as much as the collective itself
+//   allgather_plain(tensor, name, process_set) -> tensor or None
+//                              allgather of one tensor in one call when its arguments are
+//                              plain (a non-empty str name, the global set, a dense
+//                              contiguous tensor that autograd need not follow): runs it as
+//                              run_plain does and returns the gathered tensor; None, having
+//                              done nothing, otherwise
 //   enqueue_plain(collective, kind, tensor, name, op, prescale, postscale, process_set)
 //       -> handle or None     allreduce_async_ in one call when its arguments are plain (as
 //                              above): queues the request as enqueue() does; None, having
@@ -49,8 +58,10 @@
 // by the factory given at creation); wrong argument types raise TypeError. The GIL is
 // released while a call may wait (run, wait) and held while it only queues (enqueue, poll):
 // queueing never waits for a thread that needs the GIL.
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <cstdint>
 #include <exception>
 #include <string>
 #include <utility>
@@ -353,13 +364,23 @@ bool PlainOp(PyObject* op, int64_t* code) {
 }
 
 // The arguments of a plain call, (collective, kind, tensor, name, op, prescale, postscale,
-// process_set), as a submission: kNotPlain (no Python error set) when they are not plain,
-// kFailed with the Python error set when one is malformed.
+// process_set[, root_rank]), as a submission: kNotPlain (no Python error set) when they are
+// not plain, kFailed with the Python error set when one is malformed.
 enum class Plain { kYes, kNotPlain, kFailed };
+
+// An exact int (not a bool) that fits a request's 32-bit root rank.
+bool PlainRoot(PyObject* value, int64_t* root) {
+  if (!PyLong_CheckExact(value)) return false;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+  if (overflow != 0 || v < INT32_MIN || v > INT32_MAX) return false;
+  *root = v;
+  return true;
+}
 
 Plain PlainSubmission(const char* function, PyObject* const* args, Py_ssize_t nargs,
                       Submission* submission) {
-  if (!ArgCount(function, nargs, 8)) return Plain::kFailed;
+  if (!ArgCount(function, nargs, nargs == 9 ? 9 : 8)) return Plain::kFailed;
   if (global_set == nullptr) {
     PyErr_Format(PyExc_RuntimeError, "%s() before bind_plain()", function);
     return Plain::kFailed;
@@ -367,7 +388,8 @@ Plain PlainSubmission(const char* function, PyObject* const* args, Py_ssize_t na
   PyObject* name = args[3];
   if (!PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
       !PlainOp(args[4], &submission->op) || !PyFloat_CheckExact(args[5]) ||
-      !PyFloat_CheckExact(args[6]) || args[7] != global_set || !ContiguousDenseTensor(args[2])) {
+      !PyFloat_CheckExact(args[6]) || args[7] != global_set || !ContiguousDenseTensor(args[2]) ||
+      (nargs == 9 && !PlainRoot(args[8], &submission->root_rank))) {
     return Plain::kNotPlain;
   }
   if (!ToInt(args[0], &submission->collective) || !ToString(args[1], &submission->kind) ||
@@ -400,6 +422,42 @@ PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       if (!done && PyErr_CheckSignals() < 0) return nullptr;  // the request stays in the table
     }
     Py_RETURN_TRUE;
+  } catch (...) {
+    RaiseCurrent();
+    return nullptr;
+  }
+}
+
+PyObject* AllgatherPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (!ArgCount("allgather_plain", nargs, 3)) return nullptr;
+  if (global_set == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "allgather_plain() before bind_plain()");
+    return nullptr;
+  }
+  PyObject* tensor = args[0];
+  PyObject* name = args[1];
+  if (!PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 || args[2] != global_set ||
+      !ContiguousDenseTensor(tensor)) {
+    Py_RETURN_NONE;
+  }
+  Submission submission;
+  submission.inputs.push_back(THPVariable_Unpack(tensor));
+  if (submission.inputs[0].requires_grad() && at::GradMode::is_enabled()) {
+    Py_RETURN_NONE;  // autograd follows it: the differentiable path
+  }
+  submission.collective = TUTTI_OP_ALLGATHER;
+  submission.kind = "allgather";
+  submission.process_set = TUTTI_GLOBAL_PROCESS_SET;
+  if (!ToString(name, &submission.name)) return nullptr;
+  try {
+    const int64_t handle =
+        WithoutGil([&] { return Submit(std::move(submission), plain_slice_seconds); });
+    Results results = CollectIfDone(handle);
+    while (!results.done) {
+      results = WithoutGil([&] { return tutti_torch::Wait(handle, plain_slice_seconds); });
+      if (!results.done && PyErr_CheckSignals() < 0) return nullptr;  // the request stays
+    }
+    return THPVariable_Wrap(results.outputs.at(0));
   } catch (...) {
     RaiseCurrent();
     return nullptr;
@@ -439,6 +497,9 @@ PyMethodDef methods[] = {
     {"run_plain", FastCall(&RunPlain), METH_FASTCALL,
      "Runs one plain in-place allreduce and waits for it; False, having done nothing, if "
      "it is not plain."},
+    {"allgather_plain", FastCall(&AllgatherPlain), METH_FASTCALL,
+     "Runs one plain allgather and returns its result; None, having done nothing, if it "
+     "is not plain."},
     {"enqueue_plain", FastCall(&EnqueuePlain), METH_FASTCALL,
      "Queues one plain in-place allreduce; returns its handle, or None, having done "
      "nothing, if it is not plain."},

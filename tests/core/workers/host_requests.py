@@ -33,7 +33,17 @@
    raises TypeError.
 8. interrupted: Ctrl-C (SIGINT) while allreduce_ waits for a late peer raises
    KeyboardInterrupt; the request stays kept with its array, which holds the sum once
-   the peer joins, and is released at the next call.
+   the peer joins, and is released at the next call. The same for allgather's native
+   call, whose output the core then allocates on its own thread.
+9. plain_broadcast: broadcast_'s one native call (run_plain with a root rank) overwrites
+   the array with the root's; it declines a root that is not an exact int of 32 bits
+   (bool, float, numpy integer, 2**40), having done nothing; a root that names no rank
+   fails with the core's InvalidArgumentError.
+10. plain_allgather: allgather's one native call (allgather_plain) returns the
+   concatenation (first dimensions that differ by rank, a read-only input, every dtype
+   the core allocates as numpy does); it declines what is not plain (no name, another
+   set, a strided, subclassed or complex array, a list), having done nothing; trailing
+   dimensions that differ across ranks fail with the core's PreconditionError.
 Prints "rank R: <phase>: ..." lines and a summary; exits 1 on any failure.
 """
 
@@ -237,6 +247,67 @@ def plain_run(check):
     say("rank %d: plain_run: count: %s" % (rank, message))
 
 
+def plain_broadcast(check):
+    rank, size = check.rank, check.size
+    root = size - 1
+    x = np.full(5, rank + 1, np.int32)
+    if _host_requests.run_plain(core.BROADCAST, x, "plain.bcast", hvd.Sum, 1.0, 1.0,
+                                hvd.global_process_set, root) is not True:
+        check.fail("plain_broadcast.ran", "a plain broadcast was declined")
+    check.equal("plain_broadcast.root", x, np.full(5, root + 1, np.int32))
+    done = hvd.counters()["requests_done"]
+    for label, value in (("bool", True), ("float", 0.0), ("numpy_int", np.int64(0)),
+                         ("huge", 2 ** 40)):
+        if _host_requests.run_plain(core.BROADCAST, x, "plain.bcast.no", hvd.Sum, 1.0, 1.0,
+                                    hvd.global_process_set, value) is not False:
+            check.fail("plain_broadcast." + label, "run_plain did not decline")
+    if hvd.counters()["requests_done"] != done:
+        check.fail("plain_broadcast.declined", "a declined call ran a request")
+    y = np.full(3, rank, np.float64)
+    check.equal("plain_broadcast.public", hvd.broadcast_(y, 0, name="plain.bcast.public"),
+                np.zeros(3, np.float64))
+    message = check.expect_error("plain_broadcast.wrong_root", hvd.InvalidArgumentError,
+                                 lambda: hvd.broadcast_(y, size + 3, name="plain.bcast.wrong"))
+    say("rank %d: plain_broadcast: %s" % (rank, message))
+
+
+def plain_allgather(check):
+    rank, size = check.rank, check.size
+    mine = np.arange((rank + 1) * 3, dtype=np.float32).reshape(rank + 1, 3) + 100 * rank
+    mine.flags.writeable = False
+    expected = np.concatenate([np.arange((r + 1) * 3, dtype=np.float32).reshape(r + 1, 3)
+                               + 100 * r for r in range(size)])
+    check.equal("plain_allgather.rows",
+                _host_requests.allgather_plain(mine, "plain.gather", hvd.global_process_set),
+                expected)
+    for dtype in (np.uint8, np.int64, np.float64, np.bool_):
+        got = hvd.allgather(np.ones(2, dtype), name="plain.gather.%s" % np.dtype(dtype).name)
+        check.equal("plain_allgather." + np.dtype(dtype).name, got, np.ones(2 * size, dtype))
+    x = np.ones(4, np.float32)
+    declined = {
+        "unnamed": (x, None, hvd.global_process_set),
+        "empty_name": (x, "", hvd.global_process_set),
+        "other_set": (x, "p", None),
+        "strided": (np.ones(8, np.float32)[::2], "p", hvd.global_process_set),
+        "subclass": (x.view(ArraySubclass), "p", hvd.global_process_set),
+        "complex": (np.ones(2, np.complex64), "p", hvd.global_process_set),
+        "list": ([1.0, 2.0], "p", hvd.global_process_set),
+    }
+    done = hvd.counters()["requests_done"]
+    for label, args in declined.items():
+        if _host_requests.allgather_plain(*args) is not None:
+            check.fail("plain_allgather." + label, "allgather_plain did not decline")
+    if hvd.counters()["requests_done"] != done:
+        check.fail("plain_allgather.declined", "a declined call ran a request")
+    message = check.expect_error(
+        "plain_allgather.mismatch", hvd.PreconditionError,
+        lambda: hvd.allgather(np.ones((1, rank + 2), np.float32), name="plain.gather.mismatch"))
+    say("rank %d: plain_allgather: %s" % (rank, message))
+    message = check.expect_error("plain_allgather.count", TypeError,
+                                 lambda: _host_requests.allgather_plain(x))
+    say("rank %d: plain_allgather: count: %s" % (rank, message))
+
+
 def single_copy_counter(check):
     mode = os.environ.get("TUTTI_SHM_SINGLE_COPY")
     if mode not in ("on", "off"):
@@ -278,6 +349,23 @@ def interrupted(check):
     if _host_requests.abandoned_count() != 0:
         check.fail("interrupted.released", "%d interrupted requests still kept after they "
                    "completed" % _host_requests.abandoned_count())
+    # allgather's native call: its output is allocated when the late peer arrives, on the
+    # core's thread, and released with the record.
+    mine = np.full(2, check.rank + 1, np.float32)
+    if check.rank == 0:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        check.expect_error("interrupted.gather", KeyboardInterrupt,
+                           lambda: hvd.allgather(mine, name="late.gather"))
+        if _host_requests.abandoned_count() != 1:
+            check.fail("interrupted.gather_kept", "the interrupted allgather is not kept")
+    else:
+        time.sleep(1.5)
+        check.equal("interrupted.gathered", hvd.allgather(mine, name="late.gather"),
+                    np.repeat(np.arange(1, check.size + 1, dtype=np.float32), 2))
+    hvd.barrier()
+    hvd.allreduce_(np.ones(1), name="after.gather")
+    if _host_requests.abandoned_count() != 0:
+        check.fail("interrupted.gather_released", "the interrupted allgather is still kept")
     say("rank %d: interrupted: ok" % check.rank)
 
 
@@ -290,6 +378,8 @@ def main():
     in_place_async(check)
     native_handle(check)
     plain_run(check)
+    plain_broadcast(check)
+    plain_allgather(check)
     single_copy_counter(check)
     interrupted(check)
     hvd.shutdown()

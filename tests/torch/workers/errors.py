@@ -2,8 +2,9 @@
 a name reused while in flight, unsupported tensors, misused handles; the job must keep
 working after each. Also checks that a grouped call is one request of the core, that
 waiting for a request lets other Python threads run, that allreduce_'s native call
-declines what is not plain and can be interrupted, and that a request still pending at
-shutdown fails.
+declines what is not plain and can be interrupted, that broadcast_'s and allgather's native
+calls run plain calls and decline the rest, and that a request still pending at shutdown
+fails.
 
 Prints one line per check ("ok <label>: <message>" or "FAIL <label>: ..."); exits 1 on a failure.
 """
@@ -240,6 +241,54 @@ def plain_runs_natively():
     report("plain_run.interrupted_sum", torch.equal(late, torch.full((3,), 3.0)), late.tolist())
 
 
+def plain_broadcast_and_allgather():
+    """broadcast_'s native call (run_plain with a root rank) and allgather's
+    (allgather_plain) run plain calls, decline, having queued nothing, what is not plain
+    (a root that is no exact int of 32 bits, no name, a strided tensor, a tensor that
+    autograd follows), and raise the core's error for a root that names no rank; the
+    declined calls' public functions still work, allgather with its gradient."""
+    rank, size = hvd.rank(), hvd.size()
+    x = torch.full((3,), float(rank + 1))
+    ran = native.run_plain(2, "broadcast", x, "plain.bcast", None, 1.0, 1.0,
+                           hvd.global_process_set, size - 1)
+    report("plain_broadcast.ran", ran is True and torch.equal(x, torch.full((3,), float(size))),
+           "%r, %s" % (ran, x.tolist()))
+    done = requests_done()
+    roots = {"bool": True, "float": 0.0, "tensor": torch.tensor(0), "huge": 2 ** 40}
+    results = {label: native.run_plain(2, "broadcast", x, "plain.bcast.no", None, 1.0, 1.0,
+                                       hvd.global_process_set, root)
+               for label, root in roots.items()}
+    report("plain_broadcast.declined", all(r is False for r in results.values())
+           and requests_done() == done, results)
+    expect("plain_broadcast.wrong_root", hvd.InvalidArgumentError,
+           lambda: hvd.broadcast_(torch.ones(2), size + 3, name="plain.bcast.wrong"),
+           "root_rank %d is out of range" % (size + 3))
+    mine = torch.arange(3 * (rank + 1), dtype=torch.float64).view(rank + 1, 3) + 100 * rank
+    expected = torch.cat([torch.arange(3 * (r + 1), dtype=torch.float64).view(r + 1, 3) + 100 * r
+                          for r in range(size)])
+    got = native.allgather_plain(mine, "plain.gather", hvd.global_process_set)
+    report("plain_allgather.ran", got is not None and torch.equal(got, expected),
+           got if got is None else got.tolist())
+    follows = torch.ones(2, requires_grad=True)
+    declined = {"unnamed": (mine, None), "empty_name": (mine, ""),
+                "strided": (torch.ones(8)[::2], "p"), "autograd": (follows, "p"),
+                "numpy": (numpy.ones(2, numpy.float32), "p")}
+    done = requests_done()
+    results = {label: native.allgather_plain(t, n, hvd.global_process_set)
+               for label, (t, n) in declined.items()}
+    results["other_set"] = native.allgather_plain(mine, "p", None)
+    report("plain_allgather.declined", all(r is None for r in results.values())
+           and requests_done() == done, results)
+    gathered = hvd.allgather(follows, name="plain.gather.grad")
+    gathered.sum().backward()
+    # Its rows of the output gradient (ones), averaged over the ranks.
+    report("plain_allgather.gradient", gathered.requires_grad
+           and torch.equal(follows.grad, torch.ones(2)), follows.grad)
+    expect("plain_allgather.mismatch", hvd.PreconditionError,
+           lambda: hvd.allgather(torch.ones(1, rank + 2), name="plain.gather.mismatch"),
+           "shape (all but the first dimension) differs")
+
+
 def waiting_releases_the_gil():
     """While rank 0 waits in one long native wait (rank 1 submits 1.5 s late), a Python
     thread must run about as fast as while rank 0 sleeps; a wait that held the GIL would
@@ -355,6 +404,7 @@ def main():
     misused_handles()
     native_arguments_checked()
     plain_runs_natively()
+    plain_broadcast_and_allgather()
     waiting_releases_the_gil()
     blocking_calls_run_on_the_caller()
     handle = hvd.allreduce_async(torch.ones(1), name="once")

@@ -117,8 +117,9 @@ def run(collective, kind, name, process_set, arrays, op, prescale, postscale):
 # after an idle spell each Python function a call runs costs tens of microseconds on small
 # VMs, and a gradient loop pays for each one per array.
 #
-# run_plain(collective, array, name, op, prescale, postscale, process_set): run() of one
-# such array; True once done (raising the request's error), False when declined.
+# run_plain(collective, array, name, op, prescale, postscale, process_set[, root_rank]):
+# run() of one such array (a broadcast's with root_rank, an int; its op and factors are
+# ignored); True once done (raising the request's error), False when declined.
 run_plain = _host_requests.run_plain
 
 # submit_plain(the same arguments): submit() of one such array; its native handle
@@ -126,6 +127,10 @@ run_plain = _host_requests.run_plain
 # None when declined. run_blocking() never starts an in-place allreduce_async_, so this
 # path needs no look at it.
 submit_plain = _host_requests.submit_plain
+
+# allgather_plain(array, name, process_set): allgather() of one such array (read-only is
+# fine); the gathered array, or None when declined.
+allgather_plain = _host_requests.allgather_plain
 
 
 def _run_in_place(collective, kind, name, set_id, arrays, op_code, prescale, postscale):
@@ -193,4 +198,4 @@ _host_requests.bind(
 )
 _host_requests.bind_errors(core.check, error_for_status)
 _host_requests.bind_plain(_global_set, numpy.ndarray, basics.PLAIN_REDUCE_CODES,
-                          _RUN_SLICE_SECONDS)
+                          _RUN_SLICE_SECONDS, numpy.empty)

@@ -3,8 +3,13 @@
 import numpy
 
 from tutti.common import core, process_sets, requests
+from tutti.common.basics import Sum
 from tutti.common.exceptions import InvalidArgumentError
 from tutti.common.process_sets import global_process_set
+
+_run_plain = requests.run_plain
+_allgather_plain = requests.allgather_plain
+_BROADCAST = core.BROADCAST
 
 
 def _allocated_outputs(count, grouped):
@@ -27,6 +32,10 @@ def allgather_async(array, name=None, process_set=global_process_set):
 def allgather(array, name=None, process_set=global_process_set):
     """Concatenates the arrays of every rank of `process_set` along the first dimension,
     in rank order. The first dimension may differ between ranks; the others must agree."""
+    # With plain arguments, in one native call (requests.allgather_plain).
+    gathered = _allgather_plain(array, name, process_set)
+    if gathered is not None:
+        return gathered
     return requests.run_blocking(allgather_async, array, name, process_set)
 
 
@@ -71,6 +80,9 @@ def broadcast(array, root_rank, name=None, process_set=global_process_set):
 
 def broadcast_(array, root_rank, name=None, process_set=global_process_set):
     """Like broadcast(), but writes into `array` and returns it."""
+    # With plain arguments, in one native call (requests.run_plain), as allreduce_.
+    if _run_plain(_BROADCAST, array, name, Sum, 1.0, 1.0, process_set, root_rank):
+        return array
     return requests.run_blocking(broadcast_async_, array, root_rank, name, process_set)
 
 

@@ -157,9 +157,13 @@ entry.bind_plain(_global_set, _PLAIN_REDUCE_CODES, _WAIT_SLICE_SECONDS)
 # runs costs tens of microseconds on small VMs, and a gradient loop pays for each one per
 # tensor.
 #
-# run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set): run() of
-# one such tensor; True once done (raising the request's error), False when declined.
+# run_plain(collective, kind, tensor, name, op, prescale, postscale, process_set[,
+# root_rank]): run() of one such tensor (a broadcast's with root_rank, an int; its op and
+# factors are ignored); True once done (raising the request's error), False when declined.
 run_plain = entry.run_plain
+# allgather_plain(tensor, name, process_set): allgather() of one such tensor that autograd
+# need not follow; the gathered tensor, or None when declined.
+allgather_plain = entry.allgather_plain
 _enqueue_plain = entry.enqueue_plain
 
 
