@@ -265,9 +265,9 @@ class Group {
   void FinishPlannedCall(const PlannedCall& call, size_t bytes, const Offer& offer,
                          uint32_t* planned, uint32_t took, uint32_t rank0_flags);
   // Every rank has arrived at the current planned call (their descriptors are in slot `pos`):
-  // rank 0 times the call from here, so that a peer's late arrival is not counted against
-  // the algorithm that happened to run; returns rank 0's plan flags.
-  uint32_t AllArrived(int pos);
+  // rank 0 times the call from here (with restart_clock), so that a peer's late arrival is
+  // not counted against the algorithm that happened to run; returns rank 0's plan flags.
+  uint32_t AllArrived(int pos, bool restart_clock = true);
   // Rank j's buffer table for the current call (its spans and their first elements).
   void SetPeerTable(int j, const PeerSpan* table, size_t spans);
   // A large allreduce: the ranks agree on the pipeline or the single copy (single_copy.cc).

@@ -174,8 +174,8 @@ Group::PlannedCall Group::PlanCall(size_t bytes, const Offer& offer, const uint3
   return call;
 }
 
-uint32_t Group::AllArrived(int pos) {
-  if (timing_call_) {
+uint32_t Group::AllArrived(int pos, bool restart_clock) {
+  if (timing_call_ && restart_clock) {
     call_arrived_ns_ = NowNs();
     timing_call_ = false;
   }
