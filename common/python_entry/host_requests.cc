@@ -41,11 +41,11 @@
 //       tutti.numpy's allreduce_ (or, with root_rank, broadcast_) in one call when its
 //       arguments are plain: a non-empty str name, a plain op, float factors, the global
 //       set, a C-contiguous writable numpy.ndarray of a supported dtype, and an int root
-//       rank that fits 32 bits (the core checks that it names a rank). Runs and waits as run_in_place does, raising
-//       the request's error, and returns True; False, having done nothing, otherwise (the
-//       general path then checks the arguments and names what is wrong). One C call in
-//       place of four Python functions: after an idle spell they cost an isolated call
-//       about as much as the whole collective.
+//       rank that fits 32 bits (the core checks that it names a rank). Runs and waits as
+//       run_in_place does, raising the request's error, and returns True; False, having
+//       done nothing, otherwise (the general path then checks the arguments and names what
+//       is wrong). One C call in place of four Python functions: after an idle spell they
+//       cost an isolated call about as much as the whole collective.
 //   allgather_plain(array, name, process_set) -> numpy.ndarray or None
 //       tutti.numpy's allgather in one call when its arguments are plain: a non-empty str
 //       name, the global set and a C-contiguous numpy.ndarray of a supported dtype. Runs
@@ -306,7 +306,8 @@ void* AllocateOutput(void* user_data, int32_t index, int32_t ndim, const int64_t
                       : nullptr;
   Py_XDECREF(dims);
   Py_buffer view;
-  if (array != nullptr && PyObject_GetBuffer(array, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0) {
+  const int flags = PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE;
+  if (array != nullptr && PyObject_GetBuffer(array, &view, flags) == 0) {
     data = view.buf;
     PyBuffer_Release(&view);  // the record keeps the array
     record->output = array;
@@ -771,7 +772,8 @@ PyObject* SubmitPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   status = bound.enqueue(&request);
   Py_END_ALLOW_THREADS
   if (status != TUTTI_OK) {  // not queued: the core never calls `done`
-    bound.done(static_cast<tutti_completion*>(self->record), status, "");  // lets the handle go without keeping anything
+    // Lets the handle go without keeping anything.
+    bound.done(static_cast<tutti_completion*>(self->record), status, "");
     Py_DECREF(self);
     return RaiseRefused(status, args[2]);
   }
