@@ -648,26 +648,42 @@ bool PlainRoot(PyObject* value, int32_t* root) {
   return true;
 }
 
-Plain PlainRequest(const char* function, PyObject* const* args, Py_ssize_t nargs,
-                   tutti_request* request, tutti_tensor* tensor, std::vector<int64_t>* shape) {
-  if (!Callable(function, nargs, nargs == 8 ? 8 : 7)) return Plain::kFailed;
-  if (bound.global_set == nullptr || bound.refused == nullptr) {
-    PyErr_Format(PyExc_RuntimeError, "%s() before bind_plain() and bind_errors()", function);
-    return Plain::kFailed;
-  }
-  PyObject* array = args[1];
-  PyObject* name = args[2];
-  long reduce_op = 0;
+// Whether the plain calls are bound; else raises RuntimeError naming `function`.
+bool PlainBound(const char* function) {
+  if (bound.global_set != nullptr && bound.refused != nullptr) return true;
+  PyErr_Format(PyExc_RuntimeError, "%s() before bind_plain() and bind_errors()", function);
+  return false;
+}
+
+// Whether a plain call's array, name and process set are plain (an exact numpy.ndarray,
+// C-contiguous, writable if asked, of a supported dtype; a non-empty str; the global set),
+// with the array's view; no Python error is left set either way.
+bool PlainArray(PyObject* array, PyObject* name, PyObject* process_set, bool writable,
+                tutti_tensor* tensor, std::vector<int64_t>* shape) {
   if (Py_TYPE(array) != reinterpret_cast<PyTypeObject*>(bound.ndarray_type) ||
       !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
-      !PlainOp(args[3], &reduce_op) || !PyFloat_CheckExact(args[4]) ||
-      !PyFloat_CheckExact(args[5]) || args[6] != bound.global_set ||
-      (nargs == 8 && !PlainRoot(args[7], &request->root_rank))) {
-    return Plain::kNotPlain;
+      process_set != bound.global_set) {
+    return false;
   }
-  if (!ViewOf(array, true, tensor, shape)) {
+  if (!ViewOf(array, writable, tensor, shape)) {
     // Read-only, not C-contiguous or an unsupported dtype: the general path says which.
     PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+Plain PlainRequest(const char* function, PyObject* const* args, Py_ssize_t nargs,
+                   tutti_request* request, tutti_tensor* tensor, std::vector<int64_t>* shape) {
+  if (!Callable(function, nargs, nargs == 8 ? 8 : 7) || !PlainBound(function)) {
+    return Plain::kFailed;
+  }
+  PyObject* name = args[2];
+  long reduce_op = 0;
+  if (!PlainOp(args[3], &reduce_op) || !PyFloat_CheckExact(args[4]) ||
+      !PyFloat_CheckExact(args[5]) ||
+      (nargs == 8 && !PlainRoot(args[7], &request->root_rank)) ||
+      !PlainArray(args[1], name, args[6], true, tensor, shape)) {
     return Plain::kNotPlain;
   }
   long long collective = 0;
@@ -705,24 +721,12 @@ PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyObject* AllgatherPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (!Callable("allgather_plain", nargs, 3)) return nullptr;
-  if (bound.global_set == nullptr || bound.refused == nullptr) {
-    PyErr_SetString(PyExc_RuntimeError, "allgather_plain() before bind_plain() and bind_errors()");
-    return nullptr;
-  }
+  if (!Callable("allgather_plain", nargs, 3) || !PlainBound("allgather_plain")) return nullptr;
   PyObject* array = args[0];
   PyObject* name = args[1];
-  if (Py_TYPE(array) != reinterpret_cast<PyTypeObject*>(bound.ndarray_type) ||
-      !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0 ||
-      args[2] != bound.global_set) {
-    Py_RETURN_NONE;
-  }
   tutti_tensor tensor{};
   std::vector<int64_t> shape;
-  if (!ViewOf(array, false, &tensor, &shape)) {
-    PyErr_Clear();  // not C-contiguous or an unsupported dtype: the general path says which
-    Py_RETURN_NONE;
-  }
+  if (!PlainArray(array, name, args[2], false, &tensor, &shape)) Py_RETURN_NONE;
   tutti_request request = {};
   if ((request.name = PyUnicode_AsUTF8(name)) == nullptr) return nullptr;
   PyObject* dtype = PyObject_GetAttr(array, dtype_attribute);

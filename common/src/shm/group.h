@@ -72,7 +72,7 @@ class Group {
     enum class SingleCopy { kAuto, kAlways, kNever };
     SingleCopy single_copy = SingleCopy::kAuto;
     size_t single_copy_bytes = 1 << 20;
-    // How a pipelined allreduce (more than small_bytes) writes its slots: with ordinary
+    // How an allreduce past the tiny path (small or pipelined) writes its slots: with ordinary
     // stores, with streaming stores that bypass the cache (streaming_copy.h), or (kAuto)
     // whichever the measured choice finds faster, among the algorithms above.
     enum class SlotStores { kAuto, kCached, kStreaming };

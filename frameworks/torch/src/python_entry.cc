@@ -405,6 +405,21 @@ Plain PlainSubmission(const char* function, PyObject* const* args, Py_ssize_t na
   return Plain::kYes;
 }
 
+// Runs a plain call's request as run() does and waits for it in slices; false, with the
+// Python error set, when a signal's handler raised (the request stays in the table). Raises
+// the request's error as a C++ exception.
+bool RunToEnd(Submission submission, Results* results) {
+  // As run(): without the GIL, since a cycle run here may call other frontends' Python.
+  const int64_t handle =
+      WithoutGil([&] { return Submit(std::move(submission), plain_slice_seconds); });
+  *results = CollectIfDone(handle);
+  while (!results->done) {
+    *results = WithoutGil([&] { return tutti_torch::Wait(handle, plain_slice_seconds); });
+    if (!results->done && PyErr_CheckSignals() < 0) return false;
+  }
+  return true;
+}
+
 PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Submission submission;
   switch (PlainSubmission("run_plain", args, nargs, &submission)) {
@@ -413,14 +428,8 @@ PyObject* RunPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     case Plain::kYes: break;
   }
   try {
-    // As run(): without the GIL, since a cycle run here may call other frontends' Python.
-    const int64_t handle =
-        WithoutGil([&] { return Submit(std::move(submission), plain_slice_seconds); });
-    bool done = CollectIfDone(handle).done;
-    while (!done) {
-      done = WithoutGil([&] { return tutti_torch::Wait(handle, plain_slice_seconds); }).done;
-      if (!done && PyErr_CheckSignals() < 0) return nullptr;  // the request stays in the table
-    }
+    Results results;
+    if (!RunToEnd(std::move(submission), &results)) return nullptr;
     Py_RETURN_TRUE;
   } catch (...) {
     RaiseCurrent();
@@ -450,13 +459,8 @@ PyObject* AllgatherPlain(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   submission.process_set = TUTTI_GLOBAL_PROCESS_SET;
   if (!ToString(name, &submission.name)) return nullptr;
   try {
-    const int64_t handle =
-        WithoutGil([&] { return Submit(std::move(submission), plain_slice_seconds); });
-    Results results = CollectIfDone(handle);
-    while (!results.done) {
-      results = WithoutGil([&] { return tutti_torch::Wait(handle, plain_slice_seconds); });
-      if (!results.done && PyErr_CheckSignals() < 0) return nullptr;  // the request stays
-    }
+    Results results;
+    if (!RunToEnd(std::move(submission), &results)) return nullptr;
     return THPVariable_Wrap(results.outputs.at(0));
   } catch (...) {
     RaiseCurrent();
