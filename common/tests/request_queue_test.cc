@@ -1,5 +1,8 @@
 #include "requests/request_queue.h"
 
+#include <atomic>
+#include <memory>
+
 #include <gtest/gtest.h>
 
 namespace tutti {
@@ -65,6 +68,62 @@ TEST(RequestQueueTest, DuplicateNameInFlightIsRefused) {
   PendingOp taken;
   ASSERT_TRUE(q.Take("grad", &taken));
   EXPECT_TRUE(q.Enqueue(Op("grad")).ok());  // free again once taken
+}
+
+// An executed request given back lives on in a spare node until the next Enqueue, which
+// reuses the node and frees the old request there (on the submitting thread).
+TEST(RequestQueueTest, RecycledRequestsAreFreedByTheNextEnqueue) {
+  RequestQueue q;
+  PendingOp first = Op("first name, longer than a short string's inline buffer");
+  first.finished = std::make_shared<std::atomic<bool>>(false);
+  std::weak_ptr<std::atomic<bool>> first_alive = first.finished;
+  ASSERT_TRUE(q.Enqueue(std::move(first)).ok());
+  q.TakeNew();
+  std::vector<PendingOp> executed(1);
+  ASSERT_TRUE(q.Take("first name, longer than a short string's inline buffer", &executed[0]));
+  q.Recycle(&executed);
+  EXPECT_TRUE(executed.empty());
+  EXPECT_FALSE(first_alive.expired());  // kept by the spare node
+
+  ASSERT_TRUE(q.Enqueue(Op("second")).ok());
+  EXPECT_TRUE(first_alive.expired());
+  // The reused node holds the new request under its own name; the old name is free.
+  std::vector<RequestMeta> fresh = q.TakeNew();
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0].name, "second");
+  EXPECT_EQ(q.Enqueue(Op("second")).code(), TUTTI_ERR_INVALID_ARGUMENT);
+  PendingOp taken;
+  EXPECT_FALSE(q.Take("first name, longer than a short string's inline buffer", &taken));
+  ASSERT_TRUE(q.Take("second", &taken));
+  EXPECT_EQ(taken.meta.name, "second");
+  EXPECT_TRUE(q.Empty());
+}
+
+// A duplicate name refused while reusing a spare node leaves the queue as it was.
+TEST(RequestQueueTest, DuplicateOnAReusedNodeIsRefused) {
+  RequestQueue q;
+  ASSERT_TRUE(q.Enqueue(Op("a")).ok());
+  ASSERT_TRUE(q.Enqueue(Op("b")).ok());
+  std::vector<PendingOp> executed(1);
+  ASSERT_TRUE(q.Take("a", &executed[0]));
+  q.Recycle(&executed);
+  EXPECT_EQ(q.Enqueue(Op("b")).code(), TUTTI_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(q.Enqueue(Op("c")).ok());  // the spare node is still usable
+  std::vector<RequestMeta> fresh = q.TakeNew();
+  ASSERT_EQ(fresh.size(), 2u);
+  EXPECT_EQ(fresh[0].name, "b");
+  EXPECT_EQ(fresh[1].name, "c");
+}
+
+// More executed requests than spare nodes: the rest are freed by Recycle itself.
+TEST(RequestQueueTest, RecycleWithoutSpareNodesFreesTheRequests) {
+  RequestQueue q;
+  std::vector<PendingOp> executed(2);
+  executed[0].finished = std::make_shared<std::atomic<bool>>(false);
+  std::weak_ptr<std::atomic<bool>> alive = executed[0].finished;
+  q.Recycle(&executed);
+  EXPECT_TRUE(executed.empty());
+  EXPECT_TRUE(alive.expired());
 }
 
 TEST(RequestQueueTest, TakeUnknownName) {

@@ -405,6 +405,11 @@ void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
   ExecuteAll(order, negotiated_at);
   if (autotune_) SampleAutotune(order);
   UpdateCache(order);
+  // Back to the queue, which frees each on a submitting thread (request_queue.h says why).
+  for (Work& w : work) {
+    if (w.have_op) executed_.push_back(std::move(w.op));
+  }
+  queue_.Recycle(&executed_);
   if (!negotiated.tuning.empty()) ApplyTuning(negotiated.tuning);
   if (config_.timeline_mark_cycles && timeline_.active() && !work.empty()) {
     timeline_.Span("negotiation cycles", "cycle", cycle_start, Clock::now(),

@@ -176,6 +176,7 @@ class Context {
   std::atomic<bool> device_requests_seen_{false};  // Run() then leaves requests to the thread
   std::unique_ptr<AutotuneSession> autotune_;  // rank 0 with TUTTI_AUTOTUNE=1
   std::vector<double> tuning_to_announce_;
+  std::vector<PendingOp> executed_;  // a cycle's executed requests, on their way back
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;
