@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -124,6 +126,28 @@ TEST(RequestQueueTest, RecycleWithoutSpareNodesFreesTheRequests) {
   q.Recycle(&executed);
   EXPECT_TRUE(executed.empty());
   EXPECT_TRUE(alive.expired());
+}
+
+// TakeAll takes in batches under the lock; every name is answered, across batches too.
+TEST(RequestQueueTest, TakeAllAnswersEveryName) {
+  RequestQueue q;
+  std::vector<std::string> names;
+  for (int i = 0; i < 70; ++i) names.push_back("request " + std::to_string(i));
+  for (int i = 0; i < 70; i += 2) ASSERT_TRUE(q.Enqueue(Op(names[i])).ok());  // even only
+  std::vector<const std::string*> wanted;
+  for (const std::string& name : names) wanted.push_back(&name);
+  std::vector<PendingOp> taken(names.size());
+  std::vector<PendingOp*> into;
+  for (PendingOp& op : taken) into.push_back(&op);
+  std::vector<bool> found;
+  q.TakeAll(wanted, into, &found);
+  ASSERT_EQ(found.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(found[i], i % 2 == 0) << names[i];
+    EXPECT_EQ(taken[i].meta.name, i % 2 == 0 ? names[i] : "") << names[i];
+  }
+  EXPECT_TRUE(q.Empty());
+  EXPECT_FALSE(q.HasNew());  // taken before a cycle saw them: no longer new
 }
 
 TEST(RequestQueueTest, TakeUnknownName) {

@@ -397,10 +397,16 @@ void Context::Execute(const Agreement& agreement, Clock::time_point cycle_start,
     }
   }
   std::vector<Work*> order(count);
+  std::vector<const std::string*> names(count);
+  std::vector<PendingOp*> ops(count);
   for (size_t i = 0; i < count; ++i) {
-    work[i].have_op = queue_.Take(*work[i].name, &work[i].op);
     order[i] = &work[i];
+    names[i] = work[i].name;
+    ops[i] = &work[i].op;
   }
+  std::vector<bool> found;
+  queue_.TakeAll(names, ops, &found);
+  for (size_t i = 0; i < count; ++i) work[i].have_op = found[i];
   last_cycle_worked_.store(!order.empty(), std::memory_order_relaxed);
   ExecuteAll(order, negotiated_at);
   if (autotune_) SampleAutotune(order);

@@ -67,6 +67,22 @@ std::vector<RequestMeta> RequestQueue::TakeNew() {
 
 bool RequestQueue::Take(const std::string& name, PendingOp* op) {
   std::lock_guard<AdaptiveMutex> lock(mutex_);
+  return TakeLocked(name, op);
+}
+
+void RequestQueue::TakeAll(const std::vector<const std::string*>& names,
+                           const std::vector<PendingOp*>& ops, std::vector<bool>* found) {
+  // Bounded batches: a submitting thread waits no longer than a few dozen lookups.
+  constexpr size_t kPerLock = 32;
+  found->assign(names.size(), false);
+  for (size_t begin = 0; begin < names.size(); begin += kPerLock) {
+    const size_t end = std::min(names.size(), begin + kPerLock);
+    std::lock_guard<AdaptiveMutex> lock(mutex_);
+    for (size_t i = begin; i < end; ++i) (*found)[i] = TakeLocked(*names[i], ops[i]);
+  }
+}
+
+bool RequestQueue::TakeLocked(const std::string& name, PendingOp* op) {
   auto it = in_flight_.find(name);
   if (it == in_flight_.end()) return false;
   // Answered before this rank sorted it (another rank's request of the same name, e.g. while

@@ -75,6 +75,12 @@ class RequestQueue {
   // Removes the in-flight request `name`; false when there is none.
   bool Take(const std::string& name, PendingOp* op);
 
+  // Take() of names[i] into *ops[i] for every i, found[i] saying whether there was one, a
+  // few dozen under each lock: a cycle takes all it executes without locking once per
+  // request against the submitting threads.
+  void TakeAll(const std::vector<const std::string*>& names, const std::vector<PendingOp*>& ops,
+               std::vector<bool>* found);
+
   // Whether no request is in flight.
   bool Empty();
 
@@ -104,6 +110,7 @@ class RequestQueue {
   // A node for a new request: a spare one if any (its old request moved to *old, to be freed
   // by the caller after the lock), else a new one.
   Map::node_type SpareNode(PendingOp* old);
+  bool TakeLocked(const std::string& name, PendingOp* op);  // mutex_ held
 
   AdaptiveMutex mutex_;  // taken in turns by submitting threads and the core's thread
   Map in_flight_;
