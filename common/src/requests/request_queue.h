@@ -92,7 +92,8 @@ class RequestQueue {
   bool HasWaiting();
 
   // Executed requests (moved from), whose buffers a later Enqueue frees on its own thread.
-  // Requests beyond the spare nodes are freed here.
+  // Requests beyond the spare nodes are freed here. One caller at a time: the thread
+  // running the cycle (cycles are serialised), which also owns recycling_.
   void Recycle(std::vector<PendingOp>* executed);
 
   // Refuses further requests with `reason` and returns all requests still in flight.
