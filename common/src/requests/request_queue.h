@@ -65,7 +65,7 @@ struct PendingOp {
 
 class RequestQueue {
  public:
-  // Fails with PRECONDITION when a request of the same name is in flight, or with the
+  // Fails with INVALID_ARGUMENT when a request of the same name is in flight, or with the
   // closing status once Close() was called.
   Status Enqueue(PendingOp op);
 
