@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -148,6 +149,54 @@ TEST(RequestQueueTest, TakeAllAnswersEveryName) {
   }
   EXPECT_TRUE(q.Empty());
   EXPECT_FALSE(q.HasNew());  // taken before a cycle saw them: no longer new
+}
+
+// A submitting thread and a cycle thread at once, as in the core: every request is taken
+// exactly once with its own name and tensor view, while nodes and requests are recycled.
+TEST(RequestQueueTest, ConcurrentSubmitTakeAndRecycle) {
+  RequestQueue q;
+  constexpr int kRequests = 20000;
+  std::atomic<bool> submitted{false};
+  std::thread submitter([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      PendingOp op = Op("tensor " + std::to_string(i) + " of a long-ish gradient name");
+      op.tensors.resize(1);
+      op.tensors[0].shape = {i};
+      while (!q.Enqueue(std::move(op)).ok()) {
+        std::this_thread::yield();  // cannot happen: names are unique
+      }
+    }
+    submitted = true;
+  });
+  std::vector<int> seen(kRequests, 0);
+  std::vector<PendingOp> executed;
+  while (true) {
+    const bool last_round = submitted.load();
+    std::vector<RequestMeta> fresh = q.TakeNew();
+    std::vector<std::string> names;
+    for (const RequestMeta& meta : fresh) names.push_back(meta.name);
+    std::vector<const std::string*> wanted;
+    for (const std::string& name : names) wanted.push_back(&name);
+    std::vector<PendingOp> taken(names.size());
+    std::vector<PendingOp*> into;
+    for (PendingOp& op : taken) into.push_back(&op);
+    std::vector<bool> found;
+    q.TakeAll(wanted, into, &found);
+    for (size_t i = 0; i < taken.size(); ++i) {
+      ASSERT_TRUE(found[i]) << names[i];
+      ASSERT_EQ(taken[i].meta.name, names[i]);
+      ASSERT_EQ(taken[i].tensors.size(), 1u);
+      const int64_t index = taken[i].tensors[0].shape.at(0);
+      ASSERT_EQ(names[i], "tensor " + std::to_string(index) + " of a long-ish gradient name");
+      ++seen[static_cast<size_t>(index)];
+      executed.push_back(std::move(taken[i]));
+    }
+    q.Recycle(&executed);
+    if (last_round && fresh.empty()) break;
+  }
+  submitter.join();
+  for (int i = 0; i < kRequests; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)], 1) << i;
+  EXPECT_TRUE(q.Empty());
 }
 
 TEST(RequestQueueTest, TakeUnknownName) {
