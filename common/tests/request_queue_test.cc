@@ -17,6 +17,20 @@ PendingOp Op(const std::string& name) {
   return op;
 }
 
+// TakeAll() of `names` into *taken (one request per name); whether each was found.
+std::vector<bool> TakeAllOf(RequestQueue* q, const std::vector<std::string>& names,
+                            std::vector<PendingOp>* taken) {
+  std::vector<const std::string*> wanted;
+  for (const std::string& name : names) wanted.push_back(&name);
+  taken->clear();
+  taken->resize(names.size());
+  std::vector<PendingOp*> into;
+  for (PendingOp& op : *taken) into.push_back(&op);
+  std::vector<bool> found;
+  q->TakeAll(wanted, into, &found);
+  return found;
+}
+
 TEST(RequestQueueTest, NewRequestsAreTakenOnceInOrder) {
   RequestQueue q;
   ASSERT_TRUE(q.Enqueue(Op("b")).ok());
@@ -135,13 +149,8 @@ TEST(RequestQueueTest, TakeAllAnswersEveryName) {
   std::vector<std::string> names;
   for (int i = 0; i < 70; ++i) names.push_back("request " + std::to_string(i));
   for (int i = 0; i < 70; i += 2) ASSERT_TRUE(q.Enqueue(Op(names[i])).ok());  // even only
-  std::vector<const std::string*> wanted;
-  for (const std::string& name : names) wanted.push_back(&name);
-  std::vector<PendingOp> taken(names.size());
-  std::vector<PendingOp*> into;
-  for (PendingOp& op : taken) into.push_back(&op);
-  std::vector<bool> found;
-  q.TakeAll(wanted, into, &found);
+  std::vector<PendingOp> taken;
+  std::vector<bool> found = TakeAllOf(&q, names, &taken);
   ASSERT_EQ(found.size(), names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(found[i], i % 2 == 0) << names[i];
@@ -162,9 +171,7 @@ TEST(RequestQueueTest, ConcurrentSubmitTakeAndRecycle) {
       PendingOp op = Op("tensor " + std::to_string(i) + " of a long-ish gradient name");
       op.tensors.resize(1);
       op.tensors[0].shape = {i};
-      while (!q.Enqueue(std::move(op)).ok()) {
-        std::this_thread::yield();  // cannot happen: names are unique
-      }
+      EXPECT_TRUE(q.Enqueue(std::move(op)).ok());  // names are unique
     }
     submitted = true;
   });
@@ -175,13 +182,8 @@ TEST(RequestQueueTest, ConcurrentSubmitTakeAndRecycle) {
     std::vector<RequestMeta> fresh = q.TakeNew();
     std::vector<std::string> names;
     for (const RequestMeta& meta : fresh) names.push_back(meta.name);
-    std::vector<const std::string*> wanted;
-    for (const std::string& name : names) wanted.push_back(&name);
-    std::vector<PendingOp> taken(names.size());
-    std::vector<PendingOp*> into;
-    for (PendingOp& op : taken) into.push_back(&op);
-    std::vector<bool> found;
-    q.TakeAll(wanted, into, &found);
+    std::vector<PendingOp> taken;
+    std::vector<bool> found = TakeAllOf(&q, names, &taken);
     for (size_t i = 0; i < taken.size(); ++i) {
       ASSERT_TRUE(found[i]) << names[i];
       ASSERT_EQ(taken[i].meta.name, names[i]);
